@@ -1,0 +1,245 @@
+/*
+ * jitgemm: a JIT kernel service for block-scaled GEMM on NVIDIA GPUs.
+ *
+ * The first call for a problem builds a specialization key (shape N,K, dtypes, scale mode,
+ * epilogue, token band, SM count, target arch, toolchain), generates CUDA C with inline PTX for
+ * it, compiles it with NVRTC and nvJitLink, keeps the cubin in an on-disk cache indexed by a JSON
+ * manifest, and launches it through the CUDA driver API. Later calls with the same key hit an
+ * in-memory table and go straight to the launch.
+ *
+ * Conventions: every function that can fail returns a jit_status_t (0 = JIT_OK, negative =
+ * error). The message of the last failure on a context is returned by jit_last_error(). The
+ * library never exits or aborts. Structs passed in by the caller begin with `struct_size`, set
+ * by the matching *_init() function, so fields can be added later without breaking the ABI.
+ */
+#ifndef JITGEMM_H
+#define JITGEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define JIT_EXTERN __attribute__((visibility("default")))
+#else
+#define JIT_EXTERN
+#endif
+
+#define JITGEMM_VERSION_MAJOR 0
+#define JITGEMM_VERSION_MINOR 1
+#define JITGEMM_VERSION_PATCH 0
+
+/* ---- status codes ------------------------------------------------------------------------ */
+
+/* One table drives the enum, jit_status_string() and jit_status_name(). */
+#define JIT_STATUS_MAP(X)                                                                      \
+    X(OK, 0, "success")                                                                        \
+    X(INVALID_ARGUMENT, -1, "invalid argument")                                                \
+    X(INVALID_SHAPE, -2, "invalid problem shape")                                              \
+    X(MISALIGNED, -3, "pointer, stride or size does not meet the kernel's alignment")          \
+    X(UNSUPPORTED, -4, "unsupported dtype, scale or epilogue combination")                     \
+    X(UNSUPPORTED_ARCH, -5, "not supported on this architecture")                              \
+    X(UNKNOWN_ARCH, -6, "unknown target architecture")                                         \
+    X(NO_GPU, -7, "no CUDA GPU or driver available")                                           \
+    X(TOOLCHAIN_NOT_FOUND, -8, "NVRTC or nvJitLink not found")                                 \
+    X(COMPILE_FAILED, -9, "NVRTC compilation failed")                                          \
+    X(LINK_FAILED, -10, "nvJitLink failed")                                                    \
+    X(PLAN_FAILED, -11, "no kernel plan fits this problem on this architecture")               \
+    X(CACHE_ERROR, -12, "kernel cache error")                                                  \
+    X(CUDA_ERROR, -13, "CUDA driver call failed")                                              \
+    X(OUT_OF_MEMORY, -14, "out of host memory")                                                \
+    X(PARSE_ERROR, -15, "malformed input")                                                     \
+    X(IO_ERROR, -16, "file input/output failed")                                               \
+    X(INTERNAL, -17, "internal error")
+
+typedef enum jit_status {
+#define JIT_STATUS_ENUM_(name, value, text) JIT_##name = value,
+    JIT_STATUS_MAP(JIT_STATUS_ENUM_)
+#undef JIT_STATUS_ENUM_
+} jit_status_t;
+
+/* Human-readable text of a status code, e.g. "invalid problem shape". Never NULL. */
+JIT_EXTERN const char *jit_status_string(jit_status_t status);
+/* The code's name, e.g. "JIT_INVALID_SHAPE". Never NULL. */
+JIT_EXTERN const char *jit_status_name(jit_status_t status);
+
+/* ---- problem description ----------------------------------------------------------------- */
+
+typedef enum jit_dtype {
+    JIT_DTYPE_NONE = 0,
+    JIT_DTYPE_E4M3 = 1, /* FP8 E4M3 (float8_e4m3fn) */
+    JIT_DTYPE_E5M2 = 2, /* FP8 E5M2 */
+    JIT_DTYPE_E2M1 = 3, /* FP4 E2M1, two per byte, element 2i in the low nibble */
+    JIT_DTYPE_BF16 = 4,
+    JIT_DTYPE_F32 = 5,
+} jit_dtype_t;
+
+/* How A and B are scaled. ROW: FP32 per row of A (per token, M entries) and FP32 per row of B
+ * (per output channel, N entries). The block modes scale every `block` consecutive K elements
+ * with one 8-bit scale, stored in the 128x4 tiled layout (see jit_scale_tile_offset). */
+typedef enum jit_scale_mode {
+    JIT_SCALE_NONE = 0,
+    JIT_SCALE_ROW = 1,        /* "row":      FP32 sa[M], sb[N] */
+    JIT_SCALE_UE8M0_32 = 2,   /* "ue8m0/32": MXFP8, MXFP4, mixed */
+    JIT_SCALE_UE4M3_16 = 3,   /* "ue4m3/16": NVFP4 (with an FP32 global scale in alpha) */
+    JIT_SCALE_UE5M3_16 = 4,   /* "ue5m3/16": sm_107a only */
+    JIT_SCALE_UE5M3_32 = 5,   /* "ue5m3/32": sm_107a only */
+} jit_scale_mode_t;
+
+typedef enum jit_epilogue {
+    JIT_EPILOGUE_NONE = 0,
+    JIT_EPILOGUE_LINEAR = 1,     /* D = acc */
+    JIT_EPILOGUE_LINEAR_ADD = 2, /* D = acc + residual (BF16 [M, N]), rounded once */
+    /* B holds N rows as gate/up pairs: row 2j is gate_j, row 2j+1 is up_j. The output has N/2
+     * columns: D[m, j] = silu(acc[m, 2j]) * acc[m, 2j+1], each acc already scaled. */
+    JIT_EPILOGUE_LINEAR_SWIGLU = 3,
+} jit_epilogue_t;
+
+/* D[M, Nout] = epilogue(alpha * sum_k A[m, k] * B[n, k] * scales). A is [M, K] and B is [N, K],
+ * both K-major (row-major with K contiguous); D is row-major. Strides are in elements; 0 means
+ * packed. M is a runtime value: problems that differ only in M within one token band share a
+ * kernel. */
+typedef struct jit_problem {
+    uint32_t struct_size; /* set by jit_problem_init */
+    int64_t m, n, k;
+    jit_dtype_t a_dtype, b_dtype, out_dtype;
+    jit_scale_mode_t scale_mode;
+    jit_epilogue_t epilogue;
+    int64_t lda, ldb, ldd, ld_residual;
+    float alpha; /* FP32 multiplier on the result (NVFP4 global scale); 1 by default */
+} jit_problem_t;
+
+/* Fill `p` with defaults: E4M3 x E4M3, row scales, BF16 out, linear epilogue, alpha 1. */
+JIT_EXTERN void jit_problem_init(jit_problem_t *p);
+
+/* Device pointers for one call. */
+typedef struct jit_operands {
+    uint32_t struct_size; /* set by jit_operands_init */
+    const void *a, *b;
+    const void *scale_a, *scale_b; /* row mode: const float*; block modes: tiled bytes */
+    const void *residual;          /* linear_add only */
+    void *d;
+} jit_operands_t;
+
+JIT_EXTERN void jit_operands_init(jit_operands_t *o);
+
+/* ---- context ----------------------------------------------------------------------------- */
+
+typedef struct jit_context jit_context_t;
+
+typedef enum jit_log_level {
+    JIT_LOG_SILENT = 0,
+    JIT_LOG_ERROR = 1,
+    JIT_LOG_WARN = 2, /* default */
+    JIT_LOG_INFO = 3,
+    JIT_LOG_DEBUG = 4,
+} jit_log_level_t;
+
+typedef struct jit_context_options {
+    uint32_t struct_size;  /* set by jit_context_options_init */
+    const char *cache_dir; /* NULL: $JITGEMM_CACHE_DIR, $XDG_CACHE_HOME/jitgemm, ~/.cache/jitgemm */
+    const char *arch;      /* NULL: the current device's arch; else "sm_90a", "sm_107a", ... */
+    int sm_count;          /* 0: the current device's, else the arch profile's default */
+    jit_log_level_t log_level;
+    const char *toolkit_dir; /* NULL: $JITGEMM_TOOLKIT_DIR, else the newest NVRTC found */
+    int64_t cache_max_bytes; /* 0: $JITGEMM_CACHE_MAX_BYTES, else 4 GiB */
+} jit_context_options_t;
+
+JIT_EXTERN void jit_context_options_init(jit_context_options_t *opt);
+
+/* Create a context. `opt` may be NULL. A context may be used from several threads at once.
+ * Creating one needs no GPU: compile-only work (prewarm, inspect) runs without a driver. On
+ * failure *out is NULL and the message is available from jit_last_error(NULL). */
+JIT_EXTERN jit_status_t jit_context_create(const jit_context_options_t *opt, jit_context_t **out);
+JIT_EXTERN void jit_context_destroy(jit_context_t *ctx);
+
+/* Message of the last failure on `ctx` in the calling thread (ctx NULL: of the last failed
+ * jit_context_create in this thread). Empty string if none. Valid until the next call. */
+JIT_EXTERN const char *jit_last_error(const jit_context_t *ctx);
+
+/* The arch and SM count the context targets, e.g. "sm_90a", 132. */
+JIT_EXTERN const char *jit_context_arch(const jit_context_t *ctx);
+JIT_EXTERN int jit_context_sm_count(const jit_context_t *ctx);
+
+/* ---- the call ---------------------------------------------------------------------------- */
+
+/* Run D = op(A, B) on `stream` (a CUstream; NULL = the default stream) in the CUDA context that
+ * is current on the calling thread (the device's primary context if none is). The first call
+ * for a key compiles (or loads from the disk cache); later calls only launch. */
+JIT_EXTERN jit_status_t jit_gemm(jit_context_t *ctx, const jit_problem_t *problem,
+                                 const jit_operands_t *operands, void *stream);
+
+/* ---- prewarm ----------------------------------------------------------------------------- */
+
+typedef enum jit_prewarm_result {
+    JIT_PREWARM_COMPILED = 0,
+    JIT_PREWARM_CACHED = 1,
+    JIT_PREWARM_FAILED = 2,
+} jit_prewarm_result_t;
+
+typedef struct jit_prewarm_event {
+    size_t index, total;      /* index of the problem just finished, number of problems */
+    const jit_problem_t *problem;
+    jit_prewarm_result_t result;
+    jit_status_t status;
+    double seconds;
+    const char *key_hash;     /* 32 hex digits, or "" if planning failed */
+    const char *error;        /* "" unless failed */
+} jit_prewarm_event_t;
+
+typedef void (*jit_progress_fn)(const jit_prewarm_event_t *event, void *user);
+
+/* Compile (or find in the cache) the kernel of every problem, `jobs` at a time (0: one per
+ * core). Problems that map to one key are compiled once. `progress` is called once per problem,
+ * from one thread at a time. Returns JIT_OK if every problem succeeded, else the status of the
+ * first failure. Needs no GPU. */
+JIT_EXTERN jit_status_t jit_prewarm(jit_context_t *ctx, const jit_problem_t *problems, size_t count,
+                                    int jobs, jit_progress_fn progress, void *user);
+
+/* ---- inspect ----------------------------------------------------------------------------- */
+
+typedef enum jit_inspect_what {
+    JIT_INSPECT_KEY = 1,    /* canonical key text and its hash */
+    JIT_INSPECT_PLAN = 2,   /* the plan, as JSON */
+    JIT_INSPECT_SOURCE = 3, /* the generated CUDA C */
+    JIT_INSPECT_PTX = 4,    /* the PTX NVRTC produced (compiles if needed) */
+    JIT_INSPECT_ENTRY = 5,  /* the manifest entry, as JSON (compiles if needed) */
+} jit_inspect_what_t;
+
+/* Run the pipeline for `problem` up to the stage `what` names and return what that stage holds
+ * as a NUL-terminated string in *out (free with jit_free). Needs no GPU. */
+JIT_EXTERN jit_status_t jit_inspect(jit_context_t *ctx, const jit_problem_t *problem,
+                                    jit_inspect_what_t what, char **out);
+
+JIT_EXTERN void jit_free(void *p);
+
+/* ---- helpers for block-scaled operands ---------------------------------------------------- */
+
+/* Byte offset of scale (row, kblock) in the 128x4 tiled layout that TMA and tcgen05.cp expect:
+ * rows padded to 128, scale columns to 4, each 128x4 tile 512 contiguous bytes. */
+JIT_EXTERN size_t jit_scale_tile_offset(int64_t row, int64_t kblock, int64_t n_kblocks);
+/* Bytes of a tiled scale array for `rows` rows and `n_kblocks` scales per row. */
+JIT_EXTERN size_t jit_scale_tile_bytes(int64_t rows, int64_t n_kblocks);
+/* Convert row-major scales src[rows][n_kblocks] to the tiled layout in dst (jit_scale_tile_bytes
+ * bytes; padding is filled with `pad`). */
+JIT_EXTERN void jit_scale_to_tiled(const uint8_t *src, int64_t rows, int64_t n_kblocks, uint8_t pad,
+                                   uint8_t *dst);
+
+/* ---- names ------------------------------------------------------------------------------- */
+
+/* Parse and print the words the shape list and the CLI use ("e4m3", "ue8m0/32", "linear_add").
+ * The parsers return JIT_INVALID_ARGUMENT for an unknown word. */
+JIT_EXTERN const char *jit_dtype_name(jit_dtype_t d);
+JIT_EXTERN const char *jit_scale_mode_name(jit_scale_mode_t s);
+JIT_EXTERN const char *jit_epilogue_name(jit_epilogue_t e);
+JIT_EXTERN jit_status_t jit_dtype_parse(const char *s, jit_dtype_t *out);
+JIT_EXTERN jit_status_t jit_scale_mode_parse(const char *s, jit_scale_mode_t *out);
+JIT_EXTERN jit_status_t jit_epilogue_parse(const char *s, jit_epilogue_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* JITGEMM_H */

@@ -1,0 +1,111 @@
+/*
+ * The on-disk kernel cache. Layout under the cache directory:
+ *
+ *   manifest.json          index of every entry (jansson); rebuilt from the sidecars if torn
+ *   manifest.lock          flock'd while the manifest is rewritten
+ *   kernels/<hash>.cubin   the cubin, named by key hash
+ *   kernels/<hash>.json    the entry's metadata (the sidecar; the manifest is their union)
+ *   kernels/<hash>.cu      the generated source, for inspection
+ *   kernels/<hash>.ptx     the PTX NVRTC produced
+ *   locks/<hash>.lock      flock'd by the process compiling that key
+ *   tmp/                   files being written; renamed into place when complete
+ *
+ * Every write goes to tmp/ and is renamed into place after fsync, so readers never see a
+ * partial file. A cubin is loaded only if its checksum (XXH3-128) matches its sidecar and its
+ * owner is the current user; a damaged one is reported once, removed and recompiled. A
+ * read-only or foreign-owned directory degrades to memory-only operation with one warning.
+ */
+#ifndef JIT_CACHE_H
+#define JIT_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "key.h"
+
+typedef struct jit__cache jit__cache_t;
+
+typedef struct jit__cache_entry {
+    char hash[JIT_KEY_HASH_LEN + 1];
+    char key_text[JIT_KEY_TEXT_MAX];
+    char arch[16];         /* arch profile, e.g. "sm_107a" */
+    char target[16];       /* what the cubin was built for, e.g. "sm_100f" */
+    int fallback;          /* 1 if target is the fallback of arch, not its native target */
+    char check_target[16]; /* fallback only: the target the source was assembled for as a check */
+    jit__toolchain_id_t toolchain;
+    int generator_version;
+    char kernel_name[64];
+    unsigned block[3];   /* threads per CTA */
+    unsigned cluster[3]; /* 1,1,1 if no cluster */
+    uint32_t smem_bytes; /* dynamic shared memory per CTA */
+    int registers, spill_stores, spill_loads, stack_bytes;
+    double compile_seconds;
+    char checksum[JIT_KEY_HASH_LEN + 1]; /* XXH3-128 of the cubin, hex */
+    uint64_t size;                       /* cubin bytes */
+    int64_t created, last_used;          /* Unix seconds */
+} jit__cache_entry_t;
+
+/* The directory a context uses: `dir` if not NULL, else $JITGEMM_CACHE_DIR, else
+ * $XDG_CACHE_HOME/jitgemm, else $HOME/.cache/jitgemm. Writes into out (size outsz). */
+jit_status_t jit__cache_resolve_dir(const char *dir, char *out, size_t outsz, jit__diag_t *d);
+
+/* Open (creating with mode 0700 if missing) the cache at `dir` (resolved as above).
+ * max_bytes <= 0: $JITGEMM_CACHE_MAX_BYTES, else 4 GiB. A directory that cannot be created
+ * or written, or that another user owns or can write, still opens: the cache then works in
+ * memory only (jit__cache_writable() == 0) and one warning is printed at `log_level`. */
+jit_status_t jit__cache_open(const char *dir, int64_t max_bytes, jit_log_level_t log_level,
+                             jit__cache_t **out, jit__diag_t *d);
+void jit__cache_close(jit__cache_t *c);
+const char *jit__cache_dir(const jit__cache_t *c);
+int jit__cache_writable(const jit__cache_t *c);
+int jit__cache_readable(const jit__cache_t *c); /* 0 if refused (foreign owner, unreadable) */
+
+/* Look up `hash`. On a verified hit: *found = 1, *entry filled, *cubin malloc'd (caller frees),
+ * and the entry's last-used time is refreshed. A missing entry, or one that fails its checks
+ * (checksum, size, owner, unparsable sidecar), gives *found = 0 and JIT_OK; a damaged entry is
+ * reported (warning) and its files removed when the directory is writable. Does not read the
+ * manifest, so a hit costs two small file reads whatever the cache's size. */
+jit_status_t jit__cache_get(jit__cache_t *c, const char *hash, jit__cache_entry_t *entry,
+                            void **cubin, size_t *cubin_size, int *found, jit__diag_t *d);
+
+/* Take the per-key inter-process lock (blocking). *token is -1 if the cache is memory-only
+ * (then locking is a no-op). */
+jit_status_t jit__cache_lock_key(jit__cache_t *c, const char *hash, int *token, jit__diag_t *d);
+void jit__cache_unlock_key(jit__cache_t *c, int token);
+
+/* Publish an entry: cubin, source and PTX (either may be NULL), sidecar, then the manifest,
+ * then evict least-recently-used entries above the size cap. `entry->checksum`, `size`,
+ * `created` and `last_used` are filled in here. Memory-only cache: returns JIT_OK, does nothing. */
+jit_status_t jit__cache_put(jit__cache_t *c, const jit__cache_entry_t *entry, const void *cubin,
+                            size_t cubin_size, const char *source, const char *ptx,
+                            jit__diag_t *d);
+
+/* Read kernels/<hash><ext> (ext ".cu", ".ptx", ".json"), NUL-terminated, into *out. */
+jit_status_t jit__cache_read_file(jit__cache_t *c, const char *hash, const char *ext, char **out,
+                                  jit__diag_t *d);
+
+/* Every entry the manifest lists (rebuilding it from the sidecars first if it is missing or
+ * corrupt). *entries malloc'd, sorted by hash. */
+jit_status_t jit__cache_list(jit__cache_t *c, jit__cache_entry_t **entries, size_t *count,
+                             jit__diag_t *d);
+
+typedef void (*jit__cache_report_fn)(const char *hash, const char *problem, void *user);
+
+/* Check every entry (sidecar, cubin size and checksum, owner) and the manifest against the
+ * files; report each problem. *bad = number of damaged entries. Repairs nothing. */
+jit_status_t jit__cache_verify(jit__cache_t *c, jit__cache_report_fn report, void *user,
+                               size_t *bad, jit__diag_t *d);
+
+/* Remove entries built by another generator version or by a toolchain not in `keep` (count
+ * n_keep), damaged entries, orphaned files and stale temporaries; rewrite the manifest. */
+jit_status_t jit__cache_gc(jit__cache_t *c, const jit__toolchain_id_t *keep, size_t n_keep,
+                           int generator_version, size_t *removed, jit__diag_t *d);
+
+/* Remove every entry and the manifest. */
+jit_status_t jit__cache_clear(jit__cache_t *c, size_t *removed, jit__diag_t *d);
+
+/* An entry as a JSON object text (malloc'd), the same fields the manifest holds. */
+char *jit__cache_entry_to_json(const jit__cache_entry_t *e);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * Source to cubin: NVRTC compiles the generated CUDA C to PTX for the target's virtual arch,
+ * then nvJitLink assembles and links it into a cubin for the real target. The PTX is kept for
+ * `inspect`, and ptxas' report (registers, spills, shared memory) is parsed from the link log.
+ */
+#ifndef JIT_COMPILE_H
+#define JIT_COMPILE_H
+
+#include <stddef.h>
+
+#include "toolchain.h"
+
+typedef struct jit__compiled {
+    char *ptx;
+    size_t ptx_size;
+    void *cubin;
+    size_t cubin_size;
+    char target[16]; /* the real target the cubin is for, e.g. "sm_90a" or "sm_100f" */
+    int registers, spill_stores, spill_loads, stack_bytes, smem_static_bytes;
+    double seconds; /* wall time of NVRTC + nvJitLink */
+    char *log;      /* NVRTC and ptxas messages (may be empty) */
+} jit__compiled_t;
+
+void jit__compiled_free(jit__compiled_t *c);
+
+/* Compile `source` for `target` ("sm_90a", "sm_100f", ...). With `cubin` = 0 only NVRTC runs
+ * (the PTX check of a fallback build). On failure the NVRTC or nvJitLink log is attached to
+ * the diag and the status is JIT_COMPILE_FAILED or JIT_LINK_FAILED. */
+jit_status_t jit__compile(const jit__toolchain_t *tc, const char *source, const char *name,
+                          const char *target, int cubin, jit__compiled_t *out, jit__diag_t *d);
+
+#endif

@@ -1,0 +1,56 @@
+/*
+ * NVRTC and nvJitLink, loaded at run time with dlopen so that compile-only work runs on machines
+ * without them at link time, and so a newer toolkit can be used without rebuilding. Candidates:
+ * an explicit directory ($JITGEMM_TOOLKIT_DIR or the context option) wins outright; otherwise
+ * the project-local folder that scripts/setup.sh fills, $CUDA_HOME, /usr/local/cuda, and the
+ * loader's default search path are tried and the newest NVRTC wins. NVRTC and nvJitLink are
+ * always taken from the same directory.
+ */
+#ifndef JIT_TOOLCHAIN_H
+#define JIT_TOOLCHAIN_H
+
+#include <nvJitLink.h>
+#include <nvrtc.h>
+
+#include "diag.h"
+#include "key.h"
+
+typedef struct jit__toolchain {
+    char dir[512]; /* where the libraries were found ("" = loader default) */
+    jit__toolchain_id_t id;
+    int archs[64]; /* nvrtcGetSupportedArchs, e.g. 90, 100, 103, 107 */
+    int n_archs;
+    void *nvrtc_lib, *jitlink_lib;
+    /* NVRTC */
+    const char *(*nvrtcGetErrorString)(nvrtcResult);
+    nvrtcResult (*nvrtcVersion)(int *, int *);
+    nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram *, const char *, const char *, int,
+                                      const char *const *, const char *const *);
+    nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram *);
+    nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram, int, const char *const *);
+    nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*nvrtcGetPTX)(nvrtcProgram, char *);
+    nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char *);
+    /* nvJitLink */
+    nvJitLinkResult (*nvJitLinkCreate)(nvJitLinkHandle *, uint32_t, const char **);
+    nvJitLinkResult (*nvJitLinkDestroy)(nvJitLinkHandle *);
+    nvJitLinkResult (*nvJitLinkAddData)(nvJitLinkHandle, nvJitLinkInputType, const void *, size_t,
+                                        const char *);
+    nvJitLinkResult (*nvJitLinkComplete)(nvJitLinkHandle);
+    nvJitLinkResult (*nvJitLinkGetLinkedCubinSize)(nvJitLinkHandle, size_t *);
+    nvJitLinkResult (*nvJitLinkGetLinkedCubin)(nvJitLinkHandle, void *);
+    nvJitLinkResult (*nvJitLinkGetErrorLogSize)(nvJitLinkHandle, size_t *);
+    nvJitLinkResult (*nvJitLinkGetErrorLog)(nvJitLinkHandle, char *);
+    nvJitLinkResult (*nvJitLinkGetInfoLogSize)(nvJitLinkHandle, size_t *);
+    nvJitLinkResult (*nvJitLinkGetInfoLog)(nvJitLinkHandle, char *);
+} jit__toolchain_t;
+
+/* The toolchain for `dir` (NULL: the automatic choice described above). Loaded once per
+ * directory and kept for the life of the process; the pointer stays valid. Thread-safe. */
+jit_status_t jit__toolchain_get(const char *dir, const jit__toolchain_t **out, jit__diag_t *d);
+
+/* 1 if NVRTC lists compute capability `sm` (e.g. 107) as a target. */
+int jit__toolchain_supports(const jit__toolchain_t *tc, int sm);
+
+#endif
