@@ -140,6 +140,8 @@ typedef struct jit__tc_grid {
     int x, y, z;               /* launch grid in CTAs: (cluster_m, cluster_n, z) */
     int split_factor;          /* preferred size / fallback size */
     int fallback_groups_whole; /* fallback cluster count divisible by split_factor */
+    int fallback_clusters;     /* estimated fallback clusters beside the preferred ones,
+                                * rounded down to whole groups of split_factor */
 } jit__tc_grid_t;
 
 typedef struct jit__tc_plan {
@@ -173,7 +175,16 @@ typedef struct jit__tc_plan {
     int cluster_m, cluster_n;                   /* preferred */
     int fallback_cluster_m, fallback_cluster_n; /* 0 if none */
     jit__tc_grid_t grid;
+    const char *ptx_version_min; /* the .block16/.block32 spellings need PTX ISA 8.8 */
 } jit__tc_plan_t;
+
+/* A forced variant, for the compile matrix and tests: 0 in a field means the planner's choice.
+ * breuse: -1 off, 0 planner's choice, 1 on. */
+typedef struct jit__tc_variant {
+    int cta_group; /* 1 or 2 */
+    int tile_n;    /* 64, 128, 192 or 256 */
+    int breuse;
+} jit__tc_variant_t;
 
 struct jit__gemm_spec;
 struct jit__plan;
@@ -187,6 +198,13 @@ struct jit__plan;
 jit_status_t jit__plan_tc_make(const struct jit__gemm_spec *spec, int token_band, int sm_count,
                                const jit__arch_profile_t *arch, struct jit__plan *plan,
                                jit__diag_t *d);
+
+/* The same with parts of the variant forced; an illegal forced variant is an error (e.g.
+ * B-reuse off sm_107a, JIT_UNSUPPORTED_ARCH), never a silently different plan. */
+jit_status_t jit__plan_tc_make_variant(const struct jit__gemm_spec *spec, int token_band,
+                                       int sm_count, const jit__arch_profile_t *arch,
+                                       const jit__tc_variant_t *variant, struct jit__plan *plan,
+                                       jit__diag_t *d);
 
 /* Add the tcgen05 fields (docs/plan.md) to the plan's JSON object (a json_t*). 0 on success,
  * -1 on allocation failure. */
@@ -238,5 +256,11 @@ void jit__tc_sf_slot(const jit__tc_plan_t *tc, int which, int k_instr, int *colu
  * `kc`) of one stage is copied to with tcgen05.cp: K-chunk-major, row-block-minor, 4 columns
  * per chunk. Its SMEM offset inside the stage is (mn * chunks_k + kc) * 512. */
 int jit__tc_sf_chunk_column(const jit__tc_plan_t *tc, int which, int mn, int kc);
+
+/* The host's guard for a mixed-cluster launch with a dynamic scheduler: fallback clusters
+ * pair up in groups of split_factor, so a count that is not a whole number of groups would
+ * leave a member waiting forever. JIT_INVALID_ARGUMENT unless fallback_clusters >= 0 is a
+ * multiple of split_factor and split_factor is a power of two <= 16. */
+jit_status_t jit__tc_check_fallback_groups(int fallback_clusters, int split_factor, jit__diag_t *d);
 
 #endif
