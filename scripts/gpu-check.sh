@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317 # the step functions run through `step`, out of its sight
+# The one script run on the H200 machine (sm_90a, CUDA 13.0 driver and toolkit, CMake, PyTorch;
+# no network, no jansson/xxhash/Criterion headers). Run from the repository root after
+# scripts/fetch-gpu-debs.sh has filled .gpu/debs here and .gpu has travelled with the tree:
+#
+#   scripts/gpu-check.sh            # everything, about 5-8 minutes
+#
+# Steps: unpack the packages into a private root (.gpu/root, `dpkg -x`, nothing installed
+# system-wide), build into build-gpu with warnings as errors, run the whole test suite (the GPU
+# tests run here instead of skipping), a checked `jitgemm run` per shape, the benchmarks, and
+# the PyTorch anchor. Everything is logged with tee under $OUT (else ./gpu-out): gpu-check.log
+# (all output), ctest.log, run.log, bench.jsonl, torch_anchor.json and summary.txt. A failing
+# step is recorded and the next one still runs; the exit status is non-zero if any failed.
+#
+# Environment: GPU_CHECK_BUDGET_S (default 480) bounds the whole run, each step's timeout is cut
+# to what is left; GPU_CHECK_SHAPES overrides the shape list ("op:n:k:tokens" words);
+# JITGEMM_COMMIT names the commit (else git, else .gpu/commit written by fetch-gpu-debs.sh).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT" || exit 1
+OUT="${OUT:-$ROOT/gpu-out}"
+mkdir -p "$OUT"
+
+# op:n:k:tokens. For linear_swiglu n counts B rows (gate/up pairs), so the output is n/2 wide.
+DEFAULT_SHAPES="linear:5120:5120:1 linear:5120:5120:127 linear:5120:5120:1024 \
+linear:5120:5120:4096 linear_add:5120:5120:1024 linear_swiglu:27648:5120:1024"
+read -r -a SHAPES <<<"${GPU_CHECK_SHAPES:-$DEFAULT_SHAPES}"
+BUDGET_S="${GPU_CHECK_BUDGET_S:-480}"
+GPU_ROOT="$ROOT/.gpu/root"
+GPU_LIB="$ROOT/.gpu/lib"
+BUILD="$ROOT/build-gpu"
+SUMMARY="$OUT/summary.txt"
+
+STEPS=()
+FAILED=0
+DEADLINE=$((SECONDS + BUDGET_S))
+
+log() { printf '\n=== gpu-check: %s\n' "$*"; }
+
+# step NAME TIMEOUT_S COMMAND...: run with a timeout cut to the remaining budget, record the
+# exit status and the time taken. COMMAND may be one of the functions below: they are exported
+# and run in a child bash, which is what `timeout` can stop.
+step() {
+    local name="$1" limit="$2" left rc t0
+    shift 2
+    left=$((DEADLINE - SECONDS))
+    if [ "$left" -lt 5 ]; then
+        log "$name: skipped, the ${BUDGET_S}s budget is spent"
+        STEPS+=("$name skipped 0")
+        FAILED=1
+        return 1
+    fi
+    [ "$limit" -gt "$left" ] && limit="$left"
+    log "$name (timeout ${limit}s): $*"
+    t0=$SECONDS
+    timeout --kill-after=10 "$limit" bash -c '"$@"' step "$@"
+    rc=$?
+    STEPS+=("$name rc=$rc $((SECONDS - t0))s")
+    [ "$rc" -ne 0 ] && FAILED=1
+    return "$rc"
+}
+
+commit_id() {
+    if [ -n "${JITGEMM_COMMIT:-}" ]; then
+        echo "$JITGEMM_COMMIT"
+    elif git -C "$ROOT" rev-parse --short HEAD >/dev/null 2>&1; then
+        echo "$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD || echo +dirty)"
+    elif [ -f "$ROOT/.gpu/commit" ]; then
+        cat "$ROOT/.gpu/commit"
+    else
+        echo unknown
+    fi
+}
+
+environment() {
+    echo "commit: $JITGEMM_COMMIT"
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "host: $(uname -srm), $(nproc) cores"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+    command -v nvcc >/dev/null && nvcc --version | tail -n 1
+    cmake --version | head -n 1
+    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' ||
+        true
+}
+
+# Unpack the packages and point the compiler, the linker, pkg-config and the loader at them.
+# A downloaded shared library is put on LD_LIBRARY_PATH only when the host has no library of
+# that soname, so Debian's builds never shadow the host's own (libssl, zlib, ...).
+unpack_debs() {
+    compgen -G ".gpu/debs/*.deb" >/dev/null || {
+        echo "no .gpu/debs/*.deb: run scripts/fetch-gpu-debs.sh on the build machine and carry .gpu"
+        return 1
+    }
+    rm -rf "$GPU_ROOT" "$GPU_LIB"
+    mkdir -p "$GPU_ROOT" "$GPU_LIB"
+    local f so name
+    for f in .gpu/debs/*.deb; do
+        dpkg -x "$f" "$GPU_ROOT" || return 1
+    done
+    # Debian's .pc files say prefix=/usr and name static archives and private requirements
+    # (boxfort, libgit2, ...) that a shared link does not need and that are not unpacked.
+    for f in "$GPU_ROOT"/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc; do
+        sed -i -e "s|^prefix=/usr\$|prefix=$GPU_ROOT/usr|" \
+            -e "s|=/usr/lib/x86_64-linux-gnu|=$GPU_ROOT/usr/lib/x86_64-linux-gnu|" \
+            -e '/^Requires.private:/d' -e '/^Libs.private:/d' "$f"
+    done
+    for so in "$GPU_ROOT"/usr/lib/x86_64-linux-gnu/*.so.* "$GPU_ROOT"/lib/x86_64-linux-gnu/*.so.*; do
+        [ -e "$so" ] || continue
+        name="$(basename "$so")"
+        # Only sonames (lib*.so.N), not the fully versioned files they point to.
+        [[ "$name" =~ \.so\.[0-9]+$ ]] || continue
+        if ! ldconfig -p | grep -q "^[[:space:]]*$name "; then
+            ln -sf "$(readlink -f "$so")" "$GPU_LIB/$name"
+            echo "using the packaged $name"
+        fi
+    done
+}
+
+build() {
+    cmake -S "$ROOT" -B "$BUILD" -DJITGEMM_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCMAKE_PREFIX_PATH="$GPU_ROOT/usr" &&
+        cmake --build "$BUILD" -j"$(nproc)"
+}
+
+run_shapes() {
+    local s op n k t rc=0 json=()
+    # One JSON object per shape when the verb offers it; torch_anchor.py reads them.
+    "$BUILD/jitgemm" run --help | grep -q -- '--json' && json=(--json)
+    for s in $SHAPES_STR; do
+        IFS=: read -r op n k t <<<"$s"
+        echo "--- jitgemm run --op $op --n $n --k $k --tokens $t"
+        "$BUILD/jitgemm" run --op "$op" --n "$n" --k "$k" --tokens "$t" --iters 50 "${json[@]}" ||
+            { echo "FAILED: $s"; rc=1; }
+    done
+    return "$rc"
+}
+
+benchmarks() {
+    local b rc=0 line
+    : >"$OUT/bench.jsonl"
+    for b in "$BUILD"/bench_*; do
+        [ -x "$b" ] || continue
+        echo "--- $(basename "$b")"
+        "$b" | tee "$OUT/bench.last"
+        [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+        line="$(tail -n 1 "$OUT/bench.last")"
+        [[ "$line" == "{"* ]] && echo "$line" >>"$OUT/bench.jsonl"
+    done
+    rm -f "$OUT/bench.last"
+    return "$rc"
+}
+
+write_summary() {
+    {
+        echo "jitgemm gpu-check, commit $JITGEMM_COMMIT, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+        nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null
+        echo
+        echo "steps:"
+        printf '  %s\n' "${STEPS[@]}"
+        echo
+        echo "tests:"
+        grep -E 'tests passed|tests failed|^\s*[0-9]+/[0-9]+ Test .*(Failed|Timeout|Not Run)' \
+            "$OUT/ctest.log" 2>/dev/null | sed 's/^/  /'
+        echo
+        echo "jitgemm run (one JSON object per shape):"
+        grep -E '^\{' "$OUT/run.log" 2>/dev/null | sed 's/^/  /'
+        grep -E '^FAILED' "$OUT/run.log" 2>/dev/null | sed 's/^/  /'
+        echo
+        echo "benchmarks:"
+        sed 's/^/  /' "$OUT/bench.jsonl" 2>/dev/null
+        echo
+        echo "torch anchor:"
+        sed 's/^/  /' "$OUT/torch_anchor.json" 2>/dev/null
+        echo
+        [ "$FAILED" -eq 0 ] && echo "result: all steps passed" || echo "result: FAILED"
+    } >"$SUMMARY"
+    cat "$SUMMARY"
+}
+
+# tee_to FILE COMMAND...: the command's output to FILE too, with the command's exit status.
+tee_to() {
+    local file="$1"
+    shift
+    "$@" 2>&1 | tee "$file"
+    return "${PIPESTATUS[0]}"
+}
+
+export -f unpack_debs build run_shapes benchmarks tee_to
+export ROOT OUT GPU_ROOT GPU_LIB BUILD
+export SHAPES_STR="${SHAPES[*]}"
+
+main() {
+    JITGEMM_COMMIT="$(commit_id)"
+    export JITGEMM_COMMIT
+    # A private cache, emptied first, so every kernel the checks need is compiled here by the
+    # toolkit and for the driver of this machine.
+    export JITGEMM_CACHE_DIR="$ROOT/.gpu/cache"
+    rm -rf "$JITGEMM_CACHE_DIR"
+
+    log "environment"
+    environment
+
+    step unpack 60 unpack_debs || { write_summary; return 1; }
+    export CPATH="$GPU_ROOT/usr/include${CPATH:+:$CPATH}"
+    export LIBRARY_PATH="$GPU_ROOT/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
+    export PKG_CONFIG_PATH="$GPU_ROOT/usr/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    export LD_LIBRARY_PATH="$GPU_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+    step build 180 build || { write_summary; return 1; }
+
+    step ctest 240 tee_to "$OUT/ctest.log" ctest --test-dir "$BUILD" --output-on-failure \
+        --no-tests=error -j 4
+    step run 150 tee_to "$OUT/run.log" run_shapes
+    step bench 120 benchmarks
+    # PyTorch brings its own CUDA libraries; keep the packaged ones out of its way.
+    step torch_anchor 90 env -u LD_LIBRARY_PATH python3 "$ROOT/bench/torch_anchor.py" \
+        --shapes "${SHAPES[*]}" --jitgemm "$OUT/run.log" --out "$OUT/torch_anchor.json"
+
+    write_summary
+    return "$FAILED"
+}
+
+main "$@" 2>&1 | tee "$OUT/gpu-check.log"
+exit "${PIPESTATUS[0]}"
