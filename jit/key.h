@@ -1,6 +1,6 @@
 /*
  * The specialization key: plan + arch + compile target + toolchain versions + generator
- * version, as canonical text ("field=value" pairs joined by '|', fixed order, no paths, no host
+ * version, as canonical text ("field=value" pairs joined by single spaces, fixed order, no paths, no host
  * names) and its hash (XXH3-128, 32 hex digits). Same inputs, same text, same hash, on any
  * machine: that is what lets a cache prewarmed on a build host serve a GPU host.
  */

@@ -78,4 +78,12 @@ const char *jit__plan_kernel_name(const jit__plan_t *plan);
 /* The plan as JSON text (newly allocated, free()). Fields are documented in docs/plan.md. */
 char *jit__plan_to_json(const jit__plan_t *plan);
 
+/* The tcgen05 planner (jit/plan_tc.c): fills route, tiles, stages, cluster and plan->tc for a
+ * block-scaled spec, or explains why the arch cannot run it. */
+jit_status_t jit__plan_tc_make(const jit__gemm_spec_t *spec, int token_band, int sm_count,
+                               const jit__arch_profile_t *arch, jit__plan_t *plan,
+                               jit__diag_t *d);
+/* Adds the tcgen05 fields to the plan's JSON object (a json_t*). Returns 0 on success. */
+int jit__plan_tc_to_json(const jit__plan_t *plan, void *json_object);
+
 #endif

@@ -16,7 +16,7 @@
 #include "key.h"
 
 typedef struct jit__toolchain {
-    char dir[512]; /* where the libraries were found ("" = loader default) */
+    char dir[4096 + 64]; /* where the libraries were found ("" = loader default) */
     jit__toolchain_id_t id;
     int archs[64]; /* nvrtcGetSupportedArchs, e.g. 90, 100, 103, 107 */
     int n_archs;
@@ -49,6 +49,11 @@ typedef struct jit__toolchain {
 /* The toolchain for `dir` (NULL: the automatic choice described above). Loaded once per
  * directory and kept for the life of the process; the pointer stays valid. Thread-safe. */
 jit_status_t jit__toolchain_get(const char *dir, const jit__toolchain_t **out, jit__diag_t *d);
+
+/* The newest toolchain (among the automatic candidates and any directory loaded so far) whose
+ * NVRTC version is at most major.minor, or NULL. Used when a cubin from a newer NVRTC does not
+ * load on an older driver. */
+const jit__toolchain_t *jit__toolchain_newest_up_to(int major, int minor);
 
 /* 1 if NVRTC lists compute capability `sm` (e.g. 107) as a target. */
 int jit__toolchain_supports(const jit__toolchain_t *tc, int sm);

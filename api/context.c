@@ -1,0 +1,267 @@
+/*
+ * Context life cycle, per-thread last-error text, and the problem -> plan -> key steps that
+ * every entry point (jit_gemm, jit_prewarm, jit_inspect) shares.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "driver.h"
+
+/* ---- last error ------------------------------------------------------------------------ */
+
+/* A few slots per thread, so a thread that alternates between contexts keeps each one's last
+ * message. Slot ctx NULL holds jit_context_create's failures. */
+#define ERROR_SLOTS 8
+typedef struct error_slot {
+    const jit_context_t *ctx;
+    unsigned stamp;
+    char msg[JIT__MSG_MAX];
+} error_slot_t;
+static _Thread_local error_slot_t t_errors[ERROR_SLOTS];
+static _Thread_local unsigned t_stamp;
+
+static error_slot_t *slot_for(const jit_context_t *ctx, int create) {
+    error_slot_t *oldest = &t_errors[0];
+    for (int i = 0; i < ERROR_SLOTS; i++) {
+        if (t_errors[i].stamp && t_errors[i].ctx == ctx)
+            return &t_errors[i];
+        if (t_errors[i].stamp < oldest->stamp)
+            oldest = &t_errors[i];
+    }
+    if (!create)
+        return NULL;
+    oldest->ctx = ctx;
+    return oldest;
+}
+
+static void set_error(const jit_context_t *ctx, const char *msg) {
+    error_slot_t *s = slot_for(ctx, 1);
+    s->stamp = ++t_stamp;
+    snprintf(s->msg, sizeof(s->msg), "%s", msg);
+}
+
+const char *jit_last_error(const jit_context_t *ctx) {
+    error_slot_t *s = slot_for(ctx, 0);
+    return s ? s->msg : "";
+}
+
+jit_status_t jit__ctx_error(const jit_context_t *ctx, jit__diag_t *d) {
+    jit_status_t st = d->status;
+    char msg[JIT__MSG_MAX];
+    snprintf(msg, sizeof(msg), "%s", d->msg[0] ? d->msg : jit_status_string(st));
+    if (d->log && *d->log) {
+        /* The compile log belongs with the message: a user sees why NVRTC refused. */
+        size_t n = strlen(msg);
+        snprintf(msg + n, sizeof(msg) - n, "\n%s", d->log);
+    }
+    set_error(ctx, msg);
+    if (ctx)
+        jit__log(ctx->log_level, JIT_LOG_DEBUG, "%s", msg);
+    jit__diag_clear(d);
+    return st;
+}
+
+/* ---- create / destroy ------------------------------------------------------------------ */
+
+static jit_log_level_t env_log_level(jit_log_level_t dflt) {
+    const char *v = getenv("JITGEMM_LOG");
+    if (!v || !*v)
+        return dflt;
+    static const char *const names[] = {"silent", "error", "warn", "info", "debug"};
+    for (int i = 0; i < 5; i++)
+        if (strcmp(v, names[i]) == 0)
+            return (jit_log_level_t)i;
+    if (v[0] >= '0' && v[0] <= '4' && v[1] == '\0')
+        return (jit_log_level_t)(v[0] - '0');
+    return dflt;
+}
+
+/* Arch and SM count of the device a context would run on: the current CUDA context's device,
+ * else device 0. Silently nothing when there is no GPU. */
+static void detect_device(const jit__arch_profile_t **arch, int *sm_count) {
+    const jit__driver_t *drv;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    *arch = NULL;
+    *sm_count = 0;
+    if (jit__driver_get(&drv, &d) != JIT_OK)
+        return;
+    CUcontext cur = NULL;
+    CUdevice dev = 0;
+    if (drv->cuCtxGetCurrent(&cur) != CUDA_SUCCESS || !cur ||
+        drv->cuCtxGetDevice(&dev) != CUDA_SUCCESS)
+        drv->cuDeviceGet(&dev, 0);
+    int major = 0, minor = 0, sms = 0;
+    drv->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    drv->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    drv->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    *arch = jit__arch_for_cc(major, minor);
+    *sm_count = sms;
+}
+
+jit_status_t jit_context_create(const jit_context_options_t *opt, jit_context_t **out) {
+    jit__diag_t d;
+    jit__diag_init(&d);
+    jit_context_options_t defaults;
+    if (!out) {
+        jit__fail(&d, JIT_INVALID_ARGUMENT, "jit_context_create: out is NULL");
+        return jit__ctx_error(NULL, &d);
+    }
+    *out = NULL;
+    if (!opt) {
+        jit_context_options_init(&defaults);
+        opt = &defaults;
+    } else if (opt->struct_size < sizeof(jit_context_options_t)) {
+        jit__fail(&d, JIT_INVALID_ARGUMENT,
+                  "options.struct_size is %u, expected %zu: call jit_context_options_init",
+                  opt->struct_size, sizeof(jit_context_options_t));
+        return jit__ctx_error(NULL, &d);
+    }
+    jit_context_t *ctx = calloc(1, sizeof(*ctx));
+    if (!ctx) {
+        jit__fail(&d, JIT_OUT_OF_MEMORY, "jit_context_create: out of memory");
+        return jit__ctx_error(NULL, &d);
+    }
+    ctx->log_level = env_log_level(opt->log_level);
+    const jit__arch_profile_t *dev_arch;
+    int dev_sms;
+    detect_device(&dev_arch, &dev_sms);
+    if (opt->arch && *opt->arch) {
+        ctx->arch = jit__arch_find(opt->arch);
+        if (!ctx->arch) {
+            jit__fail(&d, JIT_UNKNOWN_ARCH,
+                      "unknown arch '%s' (known: sm_90a, sm_100a, sm_103a, sm_107a, sm_120a)",
+                      opt->arch);
+            goto fail;
+        }
+    } else {
+        ctx->arch = dev_arch;
+    }
+    if (opt->sm_count < 0) {
+        jit__fail(&d, JIT_INVALID_ARGUMENT, "sm_count %d is negative", opt->sm_count);
+        goto fail;
+    }
+    if (opt->sm_count > 0)
+        ctx->sm_count = opt->sm_count;
+    else if (ctx->arch && ctx->arch == dev_arch && dev_sms > 0)
+        ctx->sm_count = dev_sms;
+    else if (ctx->arch)
+        ctx->sm_count = ctx->arch->default_sm_count;
+    if (opt->toolkit_dir)
+        snprintf(ctx->toolkit_dir, sizeof(ctx->toolkit_dir), "%s", opt->toolkit_dir);
+    if (jit__cache_open(opt->cache_dir, opt->cache_max_bytes, ctx->log_level, &ctx->cache, &d) !=
+        JIT_OK)
+        goto fail;
+    pthread_mutex_init(&ctx->lock, NULL);
+    pthread_cond_init(&ctx->inflight_done, NULL);
+    jit__kernel_table_t *t = calloc(1, sizeof(*t));
+    if (t) {
+        t->capacity = 64;
+        t->slots = calloc(t->capacity, sizeof(*t->slots));
+    }
+    if (!t || !t->slots) {
+        free(t);
+        jit__fail(&d, JIT_OUT_OF_MEMORY, "kernel table");
+        goto fail_locks;
+    }
+    atomic_init(&ctx->kernels, t);
+    *out = ctx;
+    return JIT_OK;
+fail_locks:
+    pthread_mutex_destroy(&ctx->lock);
+    pthread_cond_destroy(&ctx->inflight_done);
+    jit__cache_close(ctx->cache);
+fail:
+    free(ctx);
+    return jit__ctx_error(NULL, &d);
+}
+
+static void free_table(jit__kernel_table_t *t) {
+    if (t) {
+        free(t->slots);
+        free(t);
+    }
+}
+
+void jit_context_destroy(jit_context_t *ctx) {
+    if (!ctx)
+        return;
+    const jit__driver_t *drv = NULL;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    jit__kernel_table_t *t = atomic_load(&ctx->kernels);
+    for (size_t i = 0; t && i < t->capacity; i++) {
+        jit__kernel_t *k = atomic_load(&t->slots[i]);
+        if (!k)
+            continue;
+        /* Unloading needs the driver; a context created without a GPU has no modules. */
+        if (k->module && (drv || jit__driver_get(&drv, &d) == JIT_OK))
+            drv->cuModuleUnload(k->module);
+        free(k);
+    }
+    free_table(t);
+    for (size_t i = 0; i < ctx->n_retired; i++)
+        free_table(ctx->retired[i]);
+    free(ctx->retired);
+    for (jit__cubin_rec_t *r = ctx->cubins, *next; r; r = next) {
+        next = r->next;
+        free(r->cubin);
+        free(r->source);
+        free(r->ptx);
+        free(r);
+    }
+    jit__cache_close(ctx->cache);
+    pthread_mutex_destroy(&ctx->lock);
+    pthread_cond_destroy(&ctx->inflight_done);
+    jit__diag_clear(&d);
+    free(ctx);
+}
+
+const char *jit_context_arch(const jit_context_t *ctx) {
+    return ctx && ctx->arch ? ctx->arch->name : "";
+}
+
+int jit_context_sm_count(const jit_context_t *ctx) {
+    return ctx ? ctx->sm_count : 0;
+}
+
+/* ---- plan and key ---------------------------------------------------------------------- */
+
+jit_status_t jit__ctx_plan(jit_context_t *ctx, const jit_problem_t *p, jit__plan_t *plan,
+                           jit__diag_t *d) {
+    if (!ctx->arch)
+        return jit__fail(d, JIT_NO_GPU,
+                         "no arch given and no GPU to detect it from: set an arch (e.g. "
+                         "--arch sm_90a, or jit_context_options_t.arch)");
+    jit__gemm_spec_t spec;
+    jit_status_t st = jit__spec_from_problem(p, &spec, d);
+    if (st != JIT_OK)
+        return st;
+    if (p->m <= 0)
+        return jit__fail(d, JIT_INVALID_SHAPE, "m=%lld must be at least 1", (long long)p->m);
+    return jit__plan_make(&spec, jit__token_band(p->m), ctx->sm_count, ctx->arch, plan, d);
+}
+
+jit_status_t jit__ctx_key(const jit_context_t *ctx, const jit__toolchain_t *tc,
+                          const jit__plan_t *plan, jit__key_t *key, jit__diag_t *d) {
+    (void)ctx;
+    const jit__arch_profile_t *a = plan->arch;
+    if (jit__toolchain_supports(tc, a->sm)) {
+        jit__key_make(plan, &tc->id, a->native_target, 0, key);
+        return JIT_OK;
+    }
+    if (a->fallback_target) {
+        const jit__arch_profile_t *fb = jit__arch_find(a->check_target);
+        if (fb && jit__toolchain_supports(tc, fb->sm)) {
+            jit__key_make(plan, &tc->id, a->fallback_target, 1, key);
+            return JIT_OK;
+        }
+    }
+    return jit__fail(d, JIT_UNSUPPORTED_ARCH,
+                     "NVRTC %d.%d cannot target %s%s; run scripts/setup.sh for a newer NVRTC or "
+                     "set JITGEMM_TOOLKIT_DIR",
+                     tc->id.nvrtc_major, tc->id.nvrtc_minor, a->name,
+                     a->fallback_target ? " nor its fallback" : "");
+}

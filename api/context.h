@@ -1,0 +1,122 @@
+/*
+ * The context's internals, shared by the API's files (context.c, pipeline.c, gemm.c,
+ * prewarm.c, inspect.c) and visible to benchmarks and tests.
+ *
+ * Two tables live here. `kernels` maps a launch key (CUDA context + spec + token band) to a
+ * loaded function; it is read without any lock (an open-addressing array of atomic pointers to
+ * immutable entries, replaced wholesale when it grows) because it is the jit_gemm hot path.
+ * `cubins` holds every cubin this context compiled or read, by key hash, so a second GPU or a
+ * memory-only cache never compiles twice; it and the in-flight list are guarded by `lock`,
+ * which nobody holds while compiling.
+ */
+#ifndef JIT_API_CONTEXT_H
+#define JIT_API_CONTEXT_H
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "cache.h"
+#include "compile.h"
+#include "diag.h"
+#include "jitgemm.h"
+#include "key.h"
+#include "plan.h"
+#include "toolchain.h"
+
+/* What identifies a loaded kernel in the hot path: everything jit_gemm reads from the problem
+ * that can change the kernel, plus the CUDA context it was loaded into. Zero-padded so it can
+ * be hashed and compared as bytes. */
+typedef struct jit__launch_key {
+    CUcontext cuctx;
+    int64_t n, k;
+    int32_t a, b, out, scales, epilogue, band;
+} jit__launch_key_t;
+
+typedef struct jit__kernel {
+    jit__launch_key_t lk;
+    uint64_t lk_hash;
+    CUmodule module;
+    CUfunction function;
+    jit__plan_t plan;
+    char hash[JIT_KEY_HASH_LEN + 1];
+} jit__kernel_t;
+
+typedef struct jit__kernel_table {
+    size_t capacity; /* power of two */
+    _Atomic(jit__kernel_t *) *slots;
+} jit__kernel_table_t;
+
+typedef struct jit__cubin_rec {
+    struct jit__cubin_rec *next;
+    jit__cache_entry_t entry;
+    void *cubin;
+    size_t size;
+    char *source, *ptx; /* kept only when this context compiled it */
+} jit__cubin_rec_t;
+
+typedef struct jit__inflight {
+    struct jit__inflight *next;
+    char hash[JIT_KEY_HASH_LEN + 1];
+} jit__inflight_t;
+
+struct jit_context {
+    jit_log_level_t log_level;
+    const jit__arch_profile_t *arch; /* NULL: none given and no GPU to detect it from */
+    int sm_count;
+    const jit__toolchain_t *tc;      /* compiles everything */
+    const jit__toolchain_t *exec_tc; /* compiles what is launched (older if the driver needs) */
+    char toolkit_dir[512];
+    jit__cache_t *cache;
+
+    pthread_mutex_t lock;
+    pthread_cond_t inflight_done;
+    jit__inflight_t *inflight;
+    jit__cubin_rec_t *cubins;
+    _Atomic(jit__kernel_table_t *) kernels;
+    size_t n_kernels;
+    /* Tables replaced by a larger one; freed at destroy because a reader may still hold one. */
+    jit__kernel_table_t **retired;
+    size_t n_retired;
+};
+
+/* Record a failure as the context's last error for this thread, log it at debug level, and
+ * return its status. Clears the diag. */
+jit_status_t jit__ctx_error(const jit_context_t *ctx, jit__diag_t *d);
+
+/* Problem -> spec, band, plan. */
+jit_status_t jit__ctx_plan(jit_context_t *ctx, const jit_problem_t *p, jit__plan_t *plan,
+                           jit__diag_t *d);
+
+/* Plan -> key for toolchain `tc`: picks the native target, or the arch's fallback target when
+ * NVRTC lacks the arch (JIT_UNSUPPORTED_ARCH if neither). */
+jit_status_t jit__ctx_key(const jit_context_t *ctx, const jit__toolchain_t *tc,
+                          const jit__plan_t *plan, jit__key_t *key, jit__diag_t *d);
+
+typedef struct jit__obtained {
+    jit__cache_entry_t entry;
+    const void *cubin; /* owned by the context */
+    size_t size;
+    int compiled; /* 1: compiled now; 0: from memory or the disk cache */
+} jit__obtained_t;
+
+/* Key -> cubin: the context's memory, else the disk cache, else generate + compile (once per
+ * key across threads and processes) + publish. */
+jit_status_t jit__ctx_obtain(jit_context_t *ctx, const jit__toolchain_t *tc,
+                             const jit__plan_t *plan, const jit__key_t *key, jit__obtained_t *out,
+                             jit__diag_t *d);
+
+/* The kernel for this problem in the current CUDA context, loading it on a miss. The hit path:
+ * no I/O, no allocation, no lock. */
+jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUcontext cuctx,
+                             const jit__kernel_t **out, jit__diag_t *d);
+
+/* Just the in-memory lookup (NULL on miss); exposed for the hot-path benchmark. */
+const jit__kernel_t *jit__ctx_lookup(const jit_context_t *ctx, const jit_problem_t *p,
+                                     CUcontext cuctx);
+
+/* The generated source of a key (from the context's memory or the disk cache), malloc'd. */
+jit_status_t jit__ctx_source(jit_context_t *ctx, const jit__plan_t *plan, const jit__key_t *key,
+                             char **source, jit__diag_t *d);
+
+#endif

@@ -1,0 +1,151 @@
+/*
+ * jit_gemm: validate, find the kernel (the hot path: no I/O, no allocation, no lock), launch.
+ * Every check on the caller's input happens before anything is compiled or launched.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "context.h"
+#include "driver.h"
+#include "kernel_abi.h"
+
+static int aligned(const void *p, uintptr_t a) {
+    return ((uintptr_t)p & (a - 1)) == 0;
+}
+
+/* Resolved strides: 0 in the problem means packed. */
+typedef struct strides {
+    int64_t lda, ldb, ldd, ldr;
+} strides_t;
+
+static jit_status_t validate(const jit_problem_t *p, const jit_operands_t *o, strides_t *s,
+                             jit__diag_t *d) {
+    if (!p || !o)
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "problem or operands is NULL");
+    if (p->struct_size < sizeof(jit_problem_t))
+        return jit__fail(d, JIT_INVALID_ARGUMENT,
+                         "problem.struct_size is %u: call jit_problem_init first", p->struct_size);
+    if (o->struct_size < sizeof(jit_operands_t))
+        return jit__fail(d, JIT_INVALID_ARGUMENT,
+                         "operands.struct_size is %u: call jit_operands_init first",
+                         o->struct_size);
+    if (p->m <= 0 || p->n <= 0 || p->k <= 0)
+        return jit__fail(d, JIT_INVALID_SHAPE, "m=%lld, n=%lld and k=%lld must be positive",
+                         (long long)p->m, (long long)p->n, (long long)p->k);
+    if (p->m > INT32_MAX || p->n > INT32_MAX || p->k > INT32_MAX)
+        return jit__fail(d, JIT_INVALID_SHAPE, "m, n and k must be below 2^31");
+    int64_t nout = p->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU ? p->n / 2 : p->n;
+    int fp4_a = p->a_dtype == JIT_DTYPE_E2M1, fp4_b = p->b_dtype == JIT_DTYPE_E2M1;
+    s->lda = p->lda ? p->lda : p->k;
+    s->ldb = p->ldb ? p->ldb : p->k;
+    s->ldd = p->ldd ? p->ldd : nout;
+    s->ldr = p->ld_residual ? p->ld_residual : p->n;
+    if (s->lda < p->k || s->ldb < p->k || s->ldd < nout ||
+        (p->epilogue == JIT_EPILOGUE_LINEAR_ADD && s->ldr < p->n))
+        return jit__fail(d, JIT_INVALID_ARGUMENT,
+                         "a stride is smaller than its row (lda=%lld ldb=%lld ldd=%lld "
+                         "ld_residual=%lld for k=%lld, n=%lld)",
+                         (long long)s->lda, (long long)s->ldb, (long long)s->ldd,
+                         (long long)s->ldr, (long long)p->k, (long long)p->n);
+    /* Row strides in bytes must be multiples of 16: cp.async and TMA move 16-byte pieces. */
+    int64_t lda_bytes = fp4_a ? s->lda / 2 : s->lda, ldb_bytes = fp4_b ? s->ldb / 2 : s->ldb;
+    if (lda_bytes % 16 || ldb_bytes % 16)
+        return jit__fail(d, JIT_MISALIGNED,
+                         "row strides of A and B must be multiples of 16 bytes (lda=%lld, "
+                         "ldb=%lld elements)",
+                         (long long)s->lda, (long long)s->ldb);
+    if (!o->a || !o->b || !o->d || !o->scale_a || !o->scale_b)
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "operand pointer %s is NULL",
+                         !o->a         ? "a"
+                         : !o->b       ? "b"
+                         : !o->d       ? "d"
+                         : !o->scale_a ? "scale_a"
+                                       : "scale_b");
+    if (p->epilogue == JIT_EPILOGUE_LINEAR_ADD && !o->residual)
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "linear_add needs operands.residual");
+    if (!aligned(o->a, 16) || !aligned(o->b, 16))
+        return jit__fail(d, JIT_MISALIGNED, "a and b must be 16-byte aligned");
+    if (!aligned(o->d, 4) || (o->residual && !aligned(o->residual, 4)) ||
+        !aligned(o->scale_a, 4) || !aligned(o->scale_b, 4))
+        return jit__fail(d, JIT_MISALIGNED,
+                         "d, residual and the scales must be 4-byte aligned");
+    if (p->scale_mode == JIT_SCALE_ROW && (s->ldd % 2 || s->ldr % 2))
+        return jit__fail(d, JIT_MISALIGNED,
+                         "ldd and ld_residual must be even (outputs are stored in pairs)");
+    return JIT_OK;
+}
+
+static jit_status_t launch_mma_sync(const jit__driver_t *drv, const jit__kernel_t *k,
+                                    const jit_problem_t *p, const jit_operands_t *o,
+                                    const strides_t *s, CUstream stream, jit__diag_t *d) {
+    jit__mma_sync_params_t params;
+    memset(&params, 0, sizeof(params));
+    params.a = o->a;
+    params.b = o->b;
+    params.sa = (const float *)o->scale_a;
+    params.sb = (const float *)o->scale_b;
+    params.residual = o->residual;
+    params.d = o->d;
+    params.m = p->m;
+    params.lda = s->lda;
+    params.ldb = s->ldb;
+    params.ldd = s->ldd;
+    params.ldr = s->ldr;
+    params.alpha = p->alpha;
+    unsigned grid[3];
+    jit__plan_grid(&k->plan, p->m, grid);
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.gridDimX = grid[0];
+    cfg.gridDimY = grid[1];
+    cfg.gridDimZ = grid[2];
+    cfg.blockDimX = (unsigned)k->plan.threads;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = k->plan.smem_bytes;
+    cfg.hStream = stream;
+    void *args[] = {&params};
+    CUresult r = drv->cuLaunchKernelEx(&cfg, k->function, args, NULL);
+    if (r != CUDA_SUCCESS)
+        return jit__cuda_fail(drv, r, "cuLaunchKernelEx", d);
+    return JIT_OK;
+}
+
+jit_status_t jit_gemm(jit_context_t *ctx, const jit_problem_t *problem,
+                      const jit_operands_t *operands, void *stream) {
+    jit__diag_t d;
+    /* Only the status is read on success, so the full init (1 KiB memset) is left for the
+     * failure paths. */
+    d.status = JIT_OK;
+    d.msg[0] = '\0';
+    d.log = NULL;
+    if (!ctx) {
+        jit__fail(&d, JIT_INVALID_ARGUMENT, "jit_gemm: context is NULL");
+        return jit__ctx_error(NULL, &d);
+    }
+    strides_t s = {0, 0, 0, 0};
+    if (validate(problem, operands, &s, &d) != JIT_OK)
+        return jit__ctx_error(ctx, &d);
+    const jit__driver_t *drv;
+    if (jit__driver_get(&drv, &d) != JIT_OK)
+        return jit__ctx_error(ctx, &d);
+    CUcontext cuctx = NULL;
+    CUdevice dev;
+    if (drv->cuCtxGetCurrent(&cuctx) != CUDA_SUCCESS || !cuctx) {
+        if (jit__driver_current_context(drv, &cuctx, &dev, &d) != JIT_OK)
+            return jit__ctx_error(ctx, &d);
+    }
+    const jit__kernel_t *k = jit__ctx_lookup(ctx, problem, cuctx);
+    if (!k && jit__ctx_kernel(ctx, problem, cuctx, &k, &d) != JIT_OK)
+        return jit__ctx_error(ctx, &d);
+    jit_status_t st;
+    if (k->plan.route == JIT_ROUTE_MMA_SYNC)
+        st = launch_mma_sync(drv, k, problem, operands, &s, (CUstream)stream, &d);
+    else
+        st = jit__fail(&d, JIT_UNSUPPORTED_ARCH,
+                       "launching %s kernels is not implemented: they are generated and "
+                       "compiled only",
+                       k->plan.arch->name);
+    if (st != JIT_OK)
+        return jit__ctx_error(ctx, &d);
+    return JIT_OK;
+}

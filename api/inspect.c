@@ -1,0 +1,95 @@
+/*
+ * jit_inspect: the pipeline stopped at one stage, returning what that stage holds as text.
+ * Key, plan and source need no compile; PTX and the manifest entry compile (or hit the cache).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+
+void jit_free(void *p) {
+    free(p);
+}
+
+static char *key_text(const jit__key_t *key, const jit__plan_t *plan, const jit__toolchain_t *tc) {
+    char *out = malloc(JIT_KEY_TEXT_MAX + 512);
+    if (!out)
+        return NULL;
+    int n = snprintf(out, JIT_KEY_TEXT_MAX + 512, "hash   %s\nkey    %s\ntarget %s", key->hash,
+                     key->text, key->target);
+    if (key->fallback)
+        snprintf(out + n, (size_t)(JIT_KEY_TEXT_MAX + 512 - n),
+                 " (fallback: NVRTC %d.%d cannot target %s; the source is assembled for %s as a "
+                 "check and the cubin is built for the family target %s)\n",
+                 tc->id.nvrtc_major, tc->id.nvrtc_minor, plan->arch->name,
+                 plan->arch->check_target, key->target);
+    else
+        snprintf(out + n, (size_t)(JIT_KEY_TEXT_MAX + 512 - n), " (native)\n");
+    return out;
+}
+
+static char *ptx_of(jit_context_t *ctx, const jit__obtained_t *got, jit__diag_t *d) {
+    pthread_mutex_lock(&ctx->lock);
+    char *ptx = NULL;
+    for (jit__cubin_rec_t *r = ctx->cubins; r; r = r->next)
+        if (strcmp(r->entry.hash, got->entry.hash) == 0 && r->ptx)
+            ptx = strdup(r->ptx);
+    pthread_mutex_unlock(&ctx->lock);
+    if (!ptx && jit__cache_read_file(ctx->cache, got->entry.hash, ".ptx", &ptx, d) != JIT_OK)
+        return NULL;
+    return ptx;
+}
+
+jit_status_t jit_inspect(jit_context_t *ctx, const jit_problem_t *problem, jit_inspect_what_t what,
+                         char **out) {
+    jit__diag_t d;
+    jit__diag_init(&d);
+    if (!ctx || !out) {
+        jit__fail(&d, JIT_INVALID_ARGUMENT, "jit_inspect: context or out is NULL");
+        return jit__ctx_error(ctx, &d);
+    }
+    *out = NULL;
+    if (what < JIT_INSPECT_KEY || what > JIT_INSPECT_ENTRY) {
+        jit__fail(&d, JIT_INVALID_ARGUMENT, "jit_inspect: unknown stage %d", (int)what);
+        return jit__ctx_error(ctx, &d);
+    }
+    jit__plan_t plan;
+    if (jit__ctx_plan(ctx, problem, &plan, &d) != JIT_OK)
+        return jit__ctx_error(ctx, &d);
+    if (what == JIT_INSPECT_PLAN) {
+        *out = jit__plan_to_json(&plan);
+        if (!*out) {
+            jit__fail(&d, JIT_OUT_OF_MEMORY, "plan JSON");
+            return jit__ctx_error(ctx, &d);
+        }
+        return JIT_OK;
+    }
+    const jit__toolchain_t *tc;
+    jit__key_t key;
+    if (jit__toolchain_get(ctx->toolkit_dir, &tc, &d) != JIT_OK ||
+        jit__ctx_key(ctx, tc, &plan, &key, &d) != JIT_OK)
+        return jit__ctx_error(ctx, &d);
+    if (what == JIT_INSPECT_KEY) {
+        *out = key_text(&key, &plan, tc);
+    } else if (what == JIT_INSPECT_SOURCE) {
+        if (jit__ctx_source(ctx, &plan, &key, out, &d) != JIT_OK)
+            return jit__ctx_error(ctx, &d);
+    } else {
+        jit__obtained_t got;
+        if (jit__ctx_obtain(ctx, tc, &plan, &key, &got, &d) != JIT_OK)
+            return jit__ctx_error(ctx, &d);
+        if (what == JIT_INSPECT_PTX) {
+            *out = ptx_of(ctx, &got, &d);
+            if (!*out)
+                return jit__ctx_error(ctx, &d);
+        } else {
+            *out = jit__cache_entry_to_json(&got.entry);
+        }
+    }
+    if (!*out) {
+        jit__fail(&d, JIT_OUT_OF_MEMORY, "jit_inspect output");
+        return jit__ctx_error(ctx, &d);
+    }
+    return JIT_OK;
+}

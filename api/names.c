@@ -1,0 +1,116 @@
+/* Status text, the words the shape list and the CLI use, and the *_init defaults. */
+#include <string.h>
+
+#include "jitgemm.h"
+
+const char *jit_status_string(jit_status_t status) {
+    switch (status) {
+#define JIT_STATUS_TEXT_(name, value, text)                                                        \
+    case JIT_##name:                                                                               \
+        return text;
+        JIT_STATUS_MAP(JIT_STATUS_TEXT_)
+#undef JIT_STATUS_TEXT_
+    }
+    return "unknown status";
+}
+
+const char *jit_status_name(jit_status_t status) {
+    switch (status) {
+#define JIT_STATUS_NAME_(name, value, text)                                                        \
+    case JIT_##name:                                                                               \
+        return "JIT_" #name;
+        JIT_STATUS_MAP(JIT_STATUS_NAME_)
+#undef JIT_STATUS_NAME_
+    }
+    return "JIT_UNKNOWN_STATUS";
+}
+
+typedef struct word {
+    const char *name;
+    int value;
+} word_t;
+
+static const word_t k_dtypes[] = {{"e4m3", JIT_DTYPE_E4M3}, {"e5m2", JIT_DTYPE_E5M2},
+                                  {"e2m1", JIT_DTYPE_E2M1}, {"bf16", JIT_DTYPE_BF16},
+                                  {"f32", JIT_DTYPE_F32},   {NULL, 0}};
+static const word_t k_scales[] = {{"row", JIT_SCALE_ROW},
+                                  {"ue8m0/32", JIT_SCALE_UE8M0_32},
+                                  {"ue4m3/16", JIT_SCALE_UE4M3_16},
+                                  {"ue5m3/16", JIT_SCALE_UE5M3_16},
+                                  {"ue5m3/32", JIT_SCALE_UE5M3_32},
+                                  {NULL, 0}};
+static const word_t k_epilogues[] = {{"linear", JIT_EPILOGUE_LINEAR},
+                                     {"linear_add", JIT_EPILOGUE_LINEAR_ADD},
+                                     {"linear_swiglu", JIT_EPILOGUE_LINEAR_SWIGLU},
+                                     {NULL, 0}};
+
+static const char *name_of(const word_t *table, int value) {
+    for (const word_t *w = table; w->name; w++)
+        if (w->value == value)
+            return w->name;
+    return "none";
+}
+
+static jit_status_t parse(const word_t *table, const char *s, int *out) {
+    for (const word_t *w = table; s && w->name; w++) {
+        if (strcmp(w->name, s) == 0) {
+            *out = w->value;
+            return JIT_OK;
+        }
+    }
+    return JIT_INVALID_ARGUMENT;
+}
+
+const char *jit_dtype_name(jit_dtype_t d) {
+    return name_of(k_dtypes, d);
+}
+const char *jit_scale_mode_name(jit_scale_mode_t s) {
+    return name_of(k_scales, s);
+}
+const char *jit_epilogue_name(jit_epilogue_t e) {
+    return name_of(k_epilogues, e);
+}
+
+jit_status_t jit_dtype_parse(const char *s, jit_dtype_t *out) {
+    int v;
+    jit_status_t st = parse(k_dtypes, s, &v);
+    if (st == JIT_OK)
+        *out = (jit_dtype_t)v;
+    return st;
+}
+jit_status_t jit_scale_mode_parse(const char *s, jit_scale_mode_t *out) {
+    int v;
+    jit_status_t st = parse(k_scales, s, &v);
+    if (st == JIT_OK)
+        *out = (jit_scale_mode_t)v;
+    return st;
+}
+jit_status_t jit_epilogue_parse(const char *s, jit_epilogue_t *out) {
+    int v;
+    jit_status_t st = parse(k_epilogues, s, &v);
+    if (st == JIT_OK)
+        *out = (jit_epilogue_t)v;
+    return st;
+}
+
+void jit_problem_init(jit_problem_t *p) {
+    memset(p, 0, sizeof(*p));
+    p->struct_size = sizeof(*p);
+    p->a_dtype = JIT_DTYPE_E4M3;
+    p->b_dtype = JIT_DTYPE_E4M3;
+    p->out_dtype = JIT_DTYPE_BF16;
+    p->scale_mode = JIT_SCALE_ROW;
+    p->epilogue = JIT_EPILOGUE_LINEAR;
+    p->alpha = 1.0f;
+}
+
+void jit_operands_init(jit_operands_t *o) {
+    memset(o, 0, sizeof(*o));
+    o->struct_size = sizeof(*o);
+}
+
+void jit_context_options_init(jit_context_options_t *opt) {
+    memset(opt, 0, sizeof(*opt));
+    opt->struct_size = sizeof(*opt);
+    opt->log_level = JIT_LOG_WARN;
+}

@@ -1,0 +1,190 @@
+/*
+ * Key -> cubin, shared by jit_gemm, jit_prewarm and jit_inspect. Lookup order: this context's
+ * memory, the disk cache, then generate + compile + publish. A key is compiled once however
+ * many ask for it: threads of this process wait on the in-flight list, other processes on the
+ * cache's per-key file lock (and then find the published entry).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "generate.h"
+
+static jit__cubin_rec_t *find_rec(jit_context_t *ctx, const char *hash) {
+    for (jit__cubin_rec_t *r = ctx->cubins; r; r = r->next)
+        if (strcmp(r->entry.hash, hash) == 0)
+            return r;
+    return NULL;
+}
+
+static int is_inflight(jit_context_t *ctx, const char *hash) {
+    for (jit__inflight_t *f = ctx->inflight; f; f = f->next)
+        if (strcmp(f->hash, hash) == 0)
+            return 1;
+    return 0;
+}
+
+static void fill_out(const jit__cubin_rec_t *r, int compiled, jit__obtained_t *out) {
+    out->entry = r->entry;
+    out->cubin = r->cubin;
+    out->size = r->size;
+    out->compiled = compiled;
+}
+
+/* Generate and compile; fill the record's entry, cubin, source and PTX. */
+static jit_status_t compile_key(jit_context_t *ctx, const jit__toolchain_t *tc,
+                                const jit__plan_t *plan, const jit__key_t *key,
+                                jit__cubin_rec_t *rec, jit__diag_t *d) {
+    char *source = NULL;
+    jit_status_t st = jit__generate(plan, key, &source, d);
+    if (st != JIT_OK)
+        return st;
+    const char *name = jit__plan_kernel_name(plan);
+    jit__compiled_t c;
+    double check_seconds = 0;
+    if (key->fallback) {
+        /* The Rubin source must assemble for the arch it stands in for, not only for the
+         * family target the cubin is built for. */
+        st = jit__compile(tc, source, name, plan->arch->check_target, 0, &c, d);
+        check_seconds = c.seconds;
+        jit__compiled_free(&c);
+        if (st != JIT_OK) {
+            free(source);
+            return st;
+        }
+    }
+    st = jit__compile(tc, source, name, key->target, 1, &c, d);
+    if (st != JIT_OK) {
+        jit__compiled_free(&c);
+        free(source);
+        return st;
+    }
+    if (c.spill_stores || c.spill_loads)
+        jit__log(ctx->log_level, JIT_LOG_WARN, "%s for %s spills (%d bytes stored, %d loaded)",
+                 name, key->target, c.spill_stores, c.spill_loads);
+    jit__cache_entry_t *e = &rec->entry;
+    memset(e, 0, sizeof(*e));
+    snprintf(e->hash, sizeof(e->hash), "%s", key->hash);
+    snprintf(e->key_text, sizeof(e->key_text), "%s", key->text);
+    snprintf(e->arch, sizeof(e->arch), "%s", plan->arch->name);
+    snprintf(e->target, sizeof(e->target), "%s", key->target);
+    e->fallback = key->fallback;
+    if (key->fallback)
+        snprintf(e->check_target, sizeof(e->check_target), "%s", plan->arch->check_target);
+    e->toolchain = tc->id;
+    e->generator_version = JIT_GENERATOR_VERSION;
+    snprintf(e->kernel_name, sizeof(e->kernel_name), "%s", name);
+    e->block[0] = (unsigned)plan->threads;
+    e->block[1] = e->block[2] = 1;
+    e->cluster[0] = (unsigned)(plan->cluster_m > 0 ? plan->cluster_m : 1);
+    e->cluster[1] = (unsigned)(plan->cluster_n > 0 ? plan->cluster_n : 1);
+    e->cluster[2] = 1;
+    e->smem_bytes = plan->smem_bytes;
+    e->registers = c.registers;
+    e->spill_stores = c.spill_stores;
+    e->spill_loads = c.spill_loads;
+    e->stack_bytes = c.stack_bytes;
+    e->compile_seconds = c.seconds + check_seconds;
+    e->size = c.cubin_size;
+    jit__hash_hex(c.cubin, c.cubin_size, e->checksum);
+    rec->cubin = c.cubin;
+    rec->size = c.cubin_size;
+    rec->ptx = c.ptx;
+    rec->source = source;
+    c.cubin = NULL;
+    c.ptx = NULL;
+    jit__compiled_free(&c);
+    return JIT_OK;
+}
+
+/* The disk cache, else a compile under the per-key lock. */
+static jit_status_t disk_or_compile(jit_context_t *ctx, const jit__toolchain_t *tc,
+                                    const jit__plan_t *plan, const jit__key_t *key,
+                                    jit__cubin_rec_t *rec, int *compiled, jit__diag_t *d) {
+    int found = 0;
+    *compiled = 0;
+    jit_status_t st =
+        jit__cache_get(ctx->cache, key->hash, &rec->entry, &rec->cubin, &rec->size, &found, d);
+    if (st != JIT_OK || found)
+        return st;
+    int token = -1;
+    st = jit__cache_lock_key(ctx->cache, key->hash, &token, d);
+    if (st != JIT_OK)
+        return st;
+    /* Another process may have published it while we waited for the lock. */
+    st = jit__cache_get(ctx->cache, key->hash, &rec->entry, &rec->cubin, &rec->size, &found, d);
+    if (st == JIT_OK && !found) {
+        st = compile_key(ctx, tc, plan, key, rec, d);
+        if (st == JIT_OK) {
+            *compiled = 1;
+            jit__diag_t pd;
+            jit__diag_init(&pd);
+            /* A cache that cannot take the entry costs a recompile next time, nothing more. */
+            if (jit__cache_put(ctx->cache, &rec->entry, rec->cubin, rec->size, rec->source,
+                               rec->ptx, &pd) != JIT_OK)
+                jit__log(ctx->log_level, JIT_LOG_WARN, "could not store kernel %s: %s",
+                         key->hash, pd.msg);
+            jit__diag_clear(&pd);
+        }
+    }
+    jit__cache_unlock_key(ctx->cache, token);
+    return st;
+}
+
+jit_status_t jit__ctx_obtain(jit_context_t *ctx, const jit__toolchain_t *tc,
+                             const jit__plan_t *plan, const jit__key_t *key, jit__obtained_t *out,
+                             jit__diag_t *d) {
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&ctx->lock);
+    for (;;) {
+        jit__cubin_rec_t *r = find_rec(ctx, key->hash);
+        if (r) {
+            fill_out(r, 0, out);
+            pthread_mutex_unlock(&ctx->lock);
+            return JIT_OK;
+        }
+        if (!is_inflight(ctx, key->hash))
+            break;
+        pthread_cond_wait(&ctx->inflight_done, &ctx->lock);
+    }
+    jit__inflight_t me;
+    snprintf(me.hash, sizeof(me.hash), "%s", key->hash);
+    me.next = ctx->inflight;
+    ctx->inflight = &me;
+    pthread_mutex_unlock(&ctx->lock);
+
+    jit__cubin_rec_t *rec = calloc(1, sizeof(*rec));
+    int compiled = 0;
+    jit_status_t st = rec ? disk_or_compile(ctx, tc, plan, key, rec, &compiled, d)
+                          : jit__fail(d, JIT_OUT_OF_MEMORY, "cubin record");
+
+    pthread_mutex_lock(&ctx->lock);
+    for (jit__inflight_t **pp = &ctx->inflight; *pp; pp = &(*pp)->next) {
+        if (*pp == &me) {
+            *pp = me.next;
+            break;
+        }
+    }
+    if (st == JIT_OK) {
+        rec->next = ctx->cubins;
+        ctx->cubins = rec;
+        fill_out(rec, compiled, out);
+    } else if (rec) {
+        free(rec->cubin);
+        free(rec->source);
+        free(rec->ptx);
+        free(rec);
+    }
+    pthread_cond_broadcast(&ctx->inflight_done);
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}
+
+jit_status_t jit__ctx_source(jit_context_t *ctx, const jit__plan_t *plan, const jit__key_t *key,
+                             char **source, jit__diag_t *d) {
+    (void)ctx;
+    /* Generation is deterministic and cheap, so the source is regenerated rather than read
+     * back: it is byte-identical to what was compiled under this key. */
+    return jit__generate(plan, key, source, d);
+}

@@ -1,0 +1,246 @@
+/*
+ * Source to cubin through NVRTC (CUDA C -> PTX) and nvJitLink (PTX -> cubin).
+ *
+ * NOTE: we stop NVRTC at PTX instead of asking it for a cubin so that the PTX is always there
+ * for `inspect`, and so that one code path serves every target, family targets (sm_100f)
+ * included. nvJitLink runs ptxas with -verbose, whose report gives registers, spills and shared
+ * memory without a GPU.
+ */
+#include "compile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "strbuf.h"
+
+void jit__compiled_free(jit__compiled_t *c) {
+    if (!c)
+        return;
+    free(c->ptx);
+    free(c->cubin);
+    free(c->log);
+    memset(c, 0, sizeof(*c));
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* "sm_90a" -> "compute_90a"; "sm_100f" -> "compute_100f". */
+static int virtual_arch(const char *target, char *out, size_t outsz) {
+    if (strncmp(target, "sm_", 3) != 0)
+        return 0;
+    snprintf(out, outsz, "compute_%s", target + 3);
+    return 1;
+}
+
+static int find_int_before(const char *line, const char *suffix, int *value) {
+    const char *p = strstr(line, suffix);
+    if (!p)
+        return 0;
+    while (p > line && p[-1] == ' ')
+        p--;
+    const char *q = p;
+    while (q > line && q[-1] >= '0' && q[-1] <= '9')
+        q--;
+    if (q == p)
+        return 0;
+    *value = atoi(q);
+    return 1;
+}
+
+/* Read ptxas' -verbose lines ("Used 128 registers", "0 bytes spill stores", ...). With several
+ * functions in one module the largest value of each counts. */
+static void parse_ptxas_report(const char *log, jit__compiled_t *out) {
+    const char *line = log;
+    while (line && *line) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char buf[512];
+        if (len >= sizeof(buf))
+            len = sizeof(buf) - 1;
+        memcpy(buf, line, len);
+        buf[len] = '\0';
+        if (strstr(buf, "ptxas")) {
+            int v;
+            if (find_int_before(buf, "registers", &v) && v > out->registers)
+                out->registers = v;
+            if (find_int_before(buf, "bytes spill stores", &v) && v > out->spill_stores)
+                out->spill_stores = v;
+            if (find_int_before(buf, "bytes spill loads", &v) && v > out->spill_loads)
+                out->spill_loads = v;
+            if (find_int_before(buf, "bytes stack frame", &v) && v > out->stack_bytes)
+                out->stack_bytes = v;
+            if (find_int_before(buf, "bytes smem", &v) && v > out->smem_static_bytes)
+                out->smem_static_bytes = v;
+        }
+        line = end ? end + 1 : NULL;
+    }
+}
+
+/* The first line of a log that says "error", for the one-line message. */
+static void first_error_line(const char *log, char *out, size_t outsz) {
+    const char *p = log ? strstr(log, "error") : NULL;
+    if (!p) {
+        snprintf(out, outsz, "see the log");
+        return;
+    }
+    const char *start = p;
+    while (start > log && start[-1] != '\n')
+        start--;
+    const char *end = strchr(p, '\n');
+    size_t len = end ? (size_t)(end - start) : strlen(start);
+    if (len >= outsz)
+        len = outsz - 1;
+    memcpy(out, start, len);
+    out[len] = '\0';
+}
+
+static char *nvrtc_log(const jit__toolchain_t *tc, nvrtcProgram prog) {
+    size_t n = 0;
+    if (tc->nvrtcGetProgramLogSize(prog, &n) != NVRTC_SUCCESS || n == 0)
+        return strdup("");
+    char *log = malloc(n + 1);
+    if (!log)
+        return NULL;
+    if (tc->nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS)
+        log[0] = '\0';
+    log[n] = '\0';
+    return log;
+}
+
+static char *jitlink_log(const jit__toolchain_t *tc, nvJitLinkHandle h, int error_log) {
+    size_t n = 0;
+    nvJitLinkResult r = error_log ? tc->nvJitLinkGetErrorLogSize(h, &n)
+                                  : tc->nvJitLinkGetInfoLogSize(h, &n);
+    if (r != NVJITLINK_SUCCESS || n == 0)
+        return strdup("");
+    char *log = malloc(n + 1);
+    if (!log)
+        return NULL;
+    r = error_log ? tc->nvJitLinkGetErrorLog(h, log) : tc->nvJitLinkGetInfoLog(h, log);
+    if (r != NVJITLINK_SUCCESS)
+        log[0] = '\0';
+    log[n] = '\0';
+    return log;
+}
+
+static jit_status_t run_nvrtc(const jit__toolchain_t *tc, const char *source, const char *name,
+                              const char *target, jit__compiled_t *out, jit__sb_t *log,
+                              jit__diag_t *d) {
+    char arch_opt[64], varch[32];
+    if (!virtual_arch(target, varch, sizeof(varch)))
+        return jit__fail(d, JIT_UNKNOWN_ARCH, "compile target '%s' is not of the form sm_NN",
+                         target);
+    snprintf(arch_opt, sizeof(arch_opt), "--gpu-architecture=%s", varch);
+    const char *opts[] = {arch_opt, "-default-device", "-std=c++17"};
+    char file[96];
+    snprintf(file, sizeof(file), "%s.cu", name);
+    nvrtcProgram prog;
+    nvrtcResult r = tc->nvrtcCreateProgram(&prog, source, file, 0, NULL, NULL);
+    if (r != NVRTC_SUCCESS)
+        return jit__fail(d, JIT_COMPILE_FAILED, "nvrtcCreateProgram: %s",
+                         tc->nvrtcGetErrorString(r));
+    r = tc->nvrtcCompileProgram(prog, (int)(sizeof(opts) / sizeof(opts[0])), opts);
+    char *plog = nvrtc_log(tc, prog);
+    if (plog && *plog) {
+        jit__sb_append(log, plog);
+        if (plog[strlen(plog) - 1] != '\n')
+            jit__sb_append(log, "\n");
+    }
+    jit_status_t st = JIT_OK;
+    if (r != NVRTC_SUCCESS) {
+        char first[256];
+        first_error_line(plog, first, sizeof(first));
+        jit__diag_set_log(d, plog);
+        st = jit__fail(d, JIT_COMPILE_FAILED, "NVRTC %d.%d could not compile %s for %s: %s",
+                       tc->id.nvrtc_major, tc->id.nvrtc_minor, name, target, first);
+    } else {
+        size_t n = 0;
+        tc->nvrtcGetPTXSize(prog, &n);
+        out->ptx = malloc(n + 1);
+        if (!out->ptx) {
+            st = jit__fail(d, JIT_OUT_OF_MEMORY, "PTX buffer of %zu bytes", n);
+        } else {
+            tc->nvrtcGetPTX(prog, out->ptx);
+            out->ptx[n] = '\0';
+            out->ptx_size = strlen(out->ptx);
+        }
+    }
+    free(plog);
+    tc->nvrtcDestroyProgram(&prog);
+    return st;
+}
+
+static jit_status_t run_jitlink(const jit__toolchain_t *tc, const char *name, const char *target,
+                                int keep_cubin, jit__compiled_t *out, jit__sb_t *log,
+                                jit__diag_t *d) {
+    char arch_opt[48];
+    snprintf(arch_opt, sizeof(arch_opt), "-arch=%s", target);
+    const char *opts[] = {arch_opt, "-verbose"};
+    nvJitLinkHandle h;
+    nvJitLinkResult r = tc->nvJitLinkCreate(&h, 2, opts);
+    if (r != NVJITLINK_SUCCESS)
+        return jit__fail(d, JIT_LINK_FAILED, "nvJitLinkCreate(%s) failed with code %d", target,
+                         (int)r);
+    char file[96];
+    snprintf(file, sizeof(file), "%s.ptx", name);
+    jit_status_t st = JIT_OK;
+    r = tc->nvJitLinkAddData(h, NVJITLINK_INPUT_PTX, out->ptx, out->ptx_size, file);
+    if (r == NVJITLINK_SUCCESS)
+        r = tc->nvJitLinkComplete(h);
+    char *info = jitlink_log(tc, h, 0);
+    if (info) {
+        jit__sb_append(log, info);
+        parse_ptxas_report(info, out);
+    }
+    if (r != NVJITLINK_SUCCESS) {
+        char *err = jitlink_log(tc, h, 1);
+        char first[256];
+        first_error_line(err, first, sizeof(first));
+        if (err)
+            jit__sb_append(log, err);
+        jit__diag_set_log(d, log->buf ? log->buf : "");
+        st = jit__fail(d, JIT_LINK_FAILED, "nvJitLink %d.%d could not assemble %s for %s: %s",
+                       tc->id.nvjitlink_major, tc->id.nvjitlink_minor, name, target, first);
+        free(err);
+    } else if (keep_cubin) {
+        size_t n = 0;
+        tc->nvJitLinkGetLinkedCubinSize(h, &n);
+        out->cubin = malloc(n ? n : 1);
+        if (!out->cubin) {
+            st = jit__fail(d, JIT_OUT_OF_MEMORY, "cubin buffer of %zu bytes", n);
+        } else {
+            tc->nvJitLinkGetLinkedCubin(h, out->cubin);
+            out->cubin_size = n;
+        }
+    }
+    free(info);
+    tc->nvJitLinkDestroy(&h);
+    return st;
+}
+
+jit_status_t jit__compile(const jit__toolchain_t *tc, const char *source, const char *name,
+                          const char *target, int cubin, jit__compiled_t *out, jit__diag_t *d) {
+    memset(out, 0, sizeof(*out));
+    snprintf(out->target, sizeof(out->target), "%s", target);
+    double t0 = now_seconds();
+    jit__sb_t log;
+    jit__sb_init(&log);
+    jit_status_t st = run_nvrtc(tc, source, name, target, out, &log, d);
+    if (st == JIT_OK)
+        st = run_jitlink(tc, name, target, cubin, out, &log, d);
+    out->seconds = now_seconds() - t0;
+    out->log = jit__sb_take(&log);
+    if (st != JIT_OK) {
+        char *keep_log = out->log;
+        out->log = NULL;
+        jit__compiled_free(out);
+        out->log = keep_log;
+    }
+    return st;
+}
