@@ -1,0 +1,261 @@
+/*
+ * The public API without a GPU: input validation (each failure a specific status and a
+ * message, before anything is compiled), names and defaults, context options, the native and
+ * fallback compile paths for sm_107a, and one compile per key across threads.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jitgemm.h"
+#include "support.h"
+
+static char *g_dir;
+static jit_context_t *g_ctx;
+
+static void setup_ctx(void) {
+    g_dir = jt_mkdtemp("api");
+    jit_context_options_t o;
+    jit_context_options_init(&o);
+    o.cache_dir = g_dir;
+    o.arch = "sm_90a";
+    o.log_level = JIT_LOG_ERROR;
+    cr_assert_eq(jit_context_create(&o, &g_ctx), JIT_OK, "%s", jit_last_error(NULL));
+}
+
+static void teardown_ctx(void) {
+    jit_context_destroy(g_ctx);
+    jt_rmtree(g_dir);
+    free(g_dir);
+}
+
+/* 16-byte aligned fake device pointers: validation never dereferences them. */
+static _Alignas(16) unsigned char g_fake[4][64];
+
+static void valid_call(jit_problem_t *p, jit_operands_t *o) {
+    jit_problem_init(p);
+    p->m = 100;
+    p->n = 256;
+    p->k = 512;
+    jit_operands_init(o);
+    o->a = g_fake[0];
+    o->b = g_fake[1];
+    o->scale_a = g_fake[2];
+    o->scale_b = g_fake[3];
+    o->d = g_fake[2] + 16;
+}
+
+static void expect(jit_status_t got, jit_status_t want, const char *needle) {
+    cr_assert_eq(got, want, "got %s, want %s: %s", jit_status_name(got), jit_status_name(want),
+                 jit_last_error(g_ctx));
+    cr_assert(strstr(jit_last_error(g_ctx), needle), "message '%s' lacks '%s'",
+              jit_last_error(g_ctx), needle);
+}
+
+Test(api, status_table, .init = setup_ctx, .fini = teardown_ctx) {
+    cr_assert_str_eq(jit_status_name(JIT_INVALID_SHAPE), "JIT_INVALID_SHAPE");
+    cr_assert_str_eq(jit_status_string(JIT_OK), "success");
+    cr_assert_str_eq(jit_status_name((jit_status_t)-999), "JIT_UNKNOWN_STATUS");
+    jit_dtype_t dt;
+    jit_scale_mode_t sm;
+    jit_epilogue_t ep;
+    cr_assert_eq(jit_dtype_parse("e2m1", &dt), JIT_OK);
+    cr_assert_eq(dt, JIT_DTYPE_E2M1);
+    cr_assert_eq(jit_scale_mode_parse("ue5m3/32", &sm), JIT_OK);
+    cr_assert_eq(sm, JIT_SCALE_UE5M3_32);
+    cr_assert_eq(jit_epilogue_parse("linear_swiglu", &ep), JIT_OK);
+    cr_assert_str_eq(jit_epilogue_name(ep), "linear_swiglu");
+    cr_assert_eq(jit_dtype_parse("fp8", &dt), JIT_INVALID_ARGUMENT);
+    cr_assert_str_eq(jit_context_arch(g_ctx), "sm_90a");
+    cr_assert_eq(jit_context_sm_count(g_ctx), 132);
+}
+
+Test(api, gemm_rejects_bad_input_before_compiling, .init = setup_ctx, .fini = teardown_ctx) {
+    jit_problem_t p;
+    jit_operands_t o;
+    valid_call(&p, &o);
+    p.m = 0;
+    expect(jit_gemm(g_ctx, &p, &o, NULL), JIT_INVALID_SHAPE, "must be positive");
+    valid_call(&p, &o);
+    p.k = -5;
+    expect(jit_gemm(g_ctx, &p, &o, NULL), JIT_INVALID_SHAPE, "k=-5");
+    valid_call(&p, &o);
+    p.k = 520;
+    expect(jit_gemm(g_ctx, &p, &o, NULL), JIT_MISALIGNED, "multiples of 16");
+    valid_call(&p, &o);
+    o.a = g_fake[0] + 8;
+    expect(jit_gemm(g_ctx, &p, &o, NULL), JIT_MISALIGNED, "16-byte aligned");
+    valid_call(&p, &o);
+    o.d = g_fake[2] + 2;
+    expect(jit_gemm(g_ctx, &p, &o, NULL), JIT_MISALIGNED, "4-byte aligned");
+    valid_call(&p, &o);
+    o.scale_b = NULL;
+    expect(jit_gemm(g_ctx, &p, &o, NULL), JIT_INVALID_ARGUMENT, "scale_b");
+    valid_call(&p, &o);
+    p.epilogue = JIT_EPILOGUE_LINEAR_ADD;
+    expect(jit_gemm(g_ctx, &p, &o, NULL), JIT_INVALID_ARGUMENT, "residual");
+    valid_call(&p, &o);
+    p.lda = 100;
+    expect(jit_gemm(g_ctx, &p, &o, NULL), JIT_INVALID_ARGUMENT, "stride");
+    valid_call(&p, &o);
+    p.ldd = 257;
+    expect(jit_gemm(g_ctx, &p, &o, NULL), JIT_MISALIGNED, "even");
+    valid_call(&p, &o);
+    p.struct_size = 8;
+    expect(jit_gemm(g_ctx, &p, &o, NULL), JIT_INVALID_ARGUMENT, "jit_problem_init");
+    valid_call(&p, &o);
+    expect(jit_gemm(g_ctx, &p, NULL, NULL), JIT_INVALID_ARGUMENT, "NULL");
+    cr_assert_eq(jit_gemm(NULL, &p, &o, NULL), JIT_INVALID_ARGUMENT);
+    cr_assert(strstr(jit_last_error(NULL), "context is NULL"));
+    /* Nothing was compiled for any of these: the cache holds no kernel. */
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/kernels", g_dir);
+    DIR *dir = opendir(path);
+    int files = 0;
+    for (struct dirent *e; dir && (e = readdir(dir));)
+        files += e->d_name[0] != '.';
+    if (dir)
+        closedir(dir);
+    cr_assert_eq(files, 0, "%d files in %s", files, path);
+}
+
+Test(api, unsupported_combinations_are_named, .init = setup_ctx, .fini = teardown_ctx) {
+    jit_problem_t p;
+    jit_problem_init(&p);
+    p.m = 16;
+    p.n = 128;
+    p.k = 256;
+    p.a_dtype = JIT_DTYPE_E5M2;
+    char *out = NULL;
+    expect(jit_inspect(g_ctx, &p, JIT_INSPECT_PLAN, &out), JIT_UNSUPPORTED, "e5m2");
+    jit_problem_init(&p);
+    p.m = 16;
+    p.n = 128;
+    p.k = 256;
+    p.a_dtype = p.b_dtype = JIT_DTYPE_E2M1;
+    p.scale_mode = JIT_SCALE_UE4M3_16;
+    /* Block-scaled formats are tcgen05-only: Hopper answers with a clear status. */
+    expect(jit_inspect(g_ctx, &p, JIT_INSPECT_PLAN, &out), JIT_UNSUPPORTED_ARCH, "sm_90a");
+    cr_assert_null(out);
+}
+
+Test(api, bad_context_options) {
+    jit_context_options_t o;
+    jit_context_options_init(&o);
+    o.arch = "sm_99z";
+    jit_context_t *ctx = (jit_context_t *)0x1;
+    cr_assert_eq(jit_context_create(&o, &ctx), JIT_UNKNOWN_ARCH);
+    cr_assert_null(ctx);
+    cr_assert(strstr(jit_last_error(NULL), "sm_99z"), "%s", jit_last_error(NULL));
+    jit_context_options_init(&o);
+    o.sm_count = -3;
+    o.arch = "sm_90a";
+    cr_assert_eq(jit_context_create(&o, &ctx), JIT_INVALID_ARGUMENT);
+    o.struct_size = 4;
+    cr_assert_eq(jit_context_create(&o, &ctx), JIT_INVALID_ARGUMENT);
+    cr_assert(strstr(jit_last_error(NULL), "jit_context_options_init"));
+}
+
+static jit_context_t *rubin_ctx(const char *dir, const char *toolkit) {
+    jit_context_options_t o;
+    jit_context_options_init(&o);
+    o.cache_dir = dir;
+    o.arch = "sm_107a";
+    o.toolkit_dir = toolkit;
+    o.log_level = JIT_LOG_ERROR;
+    jit_context_t *ctx = NULL;
+    cr_assert_eq(jit_context_create(&o, &ctx), JIT_OK, "%s", jit_last_error(NULL));
+    return ctx;
+}
+
+static void rubin_problem(jit_problem_t *p) {
+    jit_problem_init(p);
+    p->m = 1024;
+    p->n = 4096;
+    p->k = 4096;
+}
+
+Test(api, sm_107a_fallback_with_an_old_nvrtc) {
+    const char *home = getenv("CUDA_HOME");
+    const char *sys = home && *home ? home : "/usr/local/cuda";
+    char *dir = jt_mkdtemp("fallback");
+    jit_context_t *ctx = rubin_ctx(dir, sys);
+    jit_problem_t p;
+    rubin_problem(&p);
+    char *text = NULL;
+    jit_status_t st = jit_inspect(ctx, &p, JIT_INSPECT_KEY, &text);
+    if (st == JIT_TOOLCHAIN_NOT_FOUND)
+        cr_skip("no system toolkit at %s", sys);
+    cr_assert_eq(st, JIT_OK, "%s", jit_last_error(ctx));
+    if (!strstr(text, "nvrtc=13.0"))
+        cr_skip("system NVRTC is not 13.0; this test pins the pre-sm_107 path");
+    cr_assert(strstr(text, "target=sm_100f fallback=1"), "%s", text);
+    cr_assert(strstr(text, "fallback: NVRTC 13.0 cannot target sm_107a"), "%s", text);
+    jit_free(text);
+    cr_assert_eq(jit_inspect(ctx, &p, JIT_INSPECT_ENTRY, &text), JIT_OK, "%s",
+                 jit_last_error(ctx));
+    cr_assert(strstr(text, "\"sm_100f\""), "%s", text);
+    cr_assert(strstr(text, "\"sm_100a\""), "the check target is recorded: %s", text);
+    jit_free(text);
+    jit_context_destroy(ctx);
+    jt_rmtree(dir);
+    free(dir);
+}
+
+Test(api, sm_107a_native_with_a_new_nvrtc) {
+    char *dir = jt_mkdtemp("native");
+    jit_context_t *ctx = rubin_ctx(dir, NULL);
+    jit_problem_t p;
+    rubin_problem(&p);
+    char *text = NULL;
+    cr_assert_eq(jit_inspect(ctx, &p, JIT_INSPECT_KEY, &text), JIT_OK, "%s", jit_last_error(ctx));
+    if (strstr(text, "fallback=1"))
+        cr_skip("the newest NVRTC found lacks sm_107a; run scripts/setup.sh");
+    cr_assert(strstr(text, "target=sm_107a fallback=0"), "%s", text);
+    jit_free(text);
+    cr_assert_eq(jit_inspect(ctx, &p, JIT_INSPECT_PTX, &text), JIT_OK, "%s", jit_last_error(ctx));
+    cr_assert(strstr(text, ".target sm_107a"), "PTX header names the target");
+    jit_free(text);
+    jit_context_destroy(ctx);
+    jt_rmtree(dir);
+    free(dir);
+}
+
+typedef struct race {
+    jit_context_t *ctx;
+    jit_problem_t p;
+    char *entry;
+    jit_status_t st;
+} race_t;
+
+static void *race_worker(void *arg) {
+    race_t *r = arg;
+    r->st = jit_inspect(r->ctx, &r->p, JIT_INSPECT_ENTRY, &r->entry);
+    return NULL;
+}
+
+Test(api, concurrent_first_calls_compile_once, .init = setup_ctx, .fini = teardown_ctx) {
+    enum { N = 6 };
+    race_t r[N];
+    pthread_t t[N];
+    for (int i = 0; i < N; i++) {
+        memset(&r[i], 0, sizeof(r[i]));
+        r[i].ctx = g_ctx;
+        jit_problem_init(&r[i].p);
+        r[i].p.m = 300 + i; /* one band: one key */
+        r[i].p.n = 768;
+        r[i].p.k = 1024;
+        pthread_create(&t[i], NULL, race_worker, &r[i]);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(r[i].st, JIT_OK);
+        /* Every thread sees the same entry, created once: identical text, same timestamps. */
+        cr_assert_str_eq(r[i].entry, r[0].entry);
+        jit_free(r[i].entry);
+    }
+}
