@@ -175,7 +175,8 @@ typedef struct jit__tc_plan {
     int cluster_m, cluster_n;                   /* preferred */
     int fallback_cluster_m, fallback_cluster_n; /* 0 if none */
     jit__tc_grid_t grid;
-    const char *ptx_version_min; /* the .block16/.block32 spellings need PTX ISA 8.8 */
+    const char *ptx_version_min;    /* the .block16/.block32 spellings need PTX ISA 8.8 */
+    jit__tc_tma_type_t sf_tma_type; /* UINT16: a 512-byte chunk is 256 elements, one box row */
 } jit__tc_plan_t;
 
 /* A forced variant, for the compile matrix and tests: 0 in a field means the planner's choice.
