@@ -1,0 +1,82 @@
+/*
+ * Host FP64 reference of the FP8 row-scaled GEMM and its three epilogues, from the same E4M3
+ * bytes the GPU reads. Products of two E4M3 values have at most 8 significant bits and are
+ * multiples of 2^-18 below 2^18, so the K sum is exact in double for any K below about 2^17: the
+ * reference is the exact dequantized product, and what is left for a comparison is the GPU's
+ * accumulation and its BF16 rounding.
+ *
+ * `mag` is the scale a tolerance needs: the error of a GPU dot product grows with sum_k |a*b|,
+ * not with the (possibly cancelled) result. For linear it is that sum, scaled; linear_add adds
+ * |residual|, since the FP32 add rounds relative to both addends. For linear_swiglu the output
+ * silu(g)*u is a nonlinear function of two accumulated values, so their error bounds are carried
+ * through the first-order terms: |d out/dg| * mag_g + |d out/du| * mag_u, with
+ * d out/dg = u * silu'(g) and d out/du = silu(g).
+ */
+#include <math.h>
+
+#include "formats.h"
+#include "reference.h"
+
+static double silu(double x) {
+    return x / (1.0 + exp(-x));
+}
+
+/* d/dx x*sigmoid(x) = sigmoid(x) * (1 + x * (1 - sigmoid(x))) */
+static double silu_slope(double x) {
+    double s = 1.0 / (1.0 + exp(-x));
+    return s * (1.0 + x * (1.0 - s));
+}
+
+/* sum_k a[k]*b[k] and sum_k |a[k]*b[k]| over one row pair, exact in double. */
+static void dot_e4m3(const double *tab, const uint8_t *a, const uint8_t *b, int64_t k, double *sum,
+                     double *abs_sum) {
+    double s = 0.0, sa = 0.0;
+    for (int64_t i = 0; i < k; i++) {
+        double p = tab[a[i]] * tab[b[i]];
+        s += p;
+        sa += fabs(p);
+    }
+    *sum = s;
+    *abs_sum = sa;
+}
+
+void jit__ref_fp8_rowscaled(const jit__gemm_spec_t *spec, int64_t m, const uint8_t *a, int64_t lda,
+                            const uint8_t *b, int64_t ldb, const float *sa, const float *sb,
+                            const uint16_t *residual, int64_t ldr, float alpha, double *out,
+                            double *mag) {
+    double tab[256];
+    for (int c = 0; c < 256; c++)
+        tab[c] = jit__e4m3_decode((uint8_t)c);
+
+    const int64_t k = spec->k, nout = jit__spec_out_cols(spec);
+    for (int64_t r = 0; r < m; r++) {
+        const uint8_t *arow = a + r * lda;
+        double row_scale = (double)alpha * (double)sa[r];
+        for (int64_t j = 0; j < nout; j++) {
+            double v, vm;
+            if (spec->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU) {
+                double gs, ga, us, ua;
+                dot_e4m3(tab, arow, b + (2 * j) * ldb, k, &gs, &ga);
+                dot_e4m3(tab, arow, b + (2 * j + 1) * ldb, k, &us, &ua);
+                double gsc = row_scale * (double)sb[2 * j], usc = row_scale * (double)sb[2 * j + 1];
+                double g = gsc * gs, u = usc * us;
+                v = silu(g) * u;
+                vm = fabs(u * silu_slope(g)) * fabs(gsc) * ga + fabs(silu(g)) * fabs(usc) * ua;
+            } else {
+                double s, sabs;
+                dot_e4m3(tab, arow, b + j * ldb, k, &s, &sabs);
+                double sc = row_scale * (double)sb[j];
+                v = sc * s;
+                vm = fabs(sc) * sabs;
+                if (spec->epilogue == JIT_EPILOGUE_LINEAR_ADD) {
+                    double res = (double)jit__bf16_decode(residual[r * ldr + j]);
+                    v += res;
+                    vm += fabs(res);
+                }
+            }
+            out[r * nout + j] = v;
+            if (mag)
+                mag[r * nout + j] = vm;
+        }
+    }
+}
