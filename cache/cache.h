@@ -78,8 +78,7 @@ void jit__cache_unlock_key(jit__cache_t *c, int token);
  * then evict least-recently-used entries above the size cap. `entry->checksum`, `size`,
  * `created` and `last_used` are filled in here. Memory-only cache: returns JIT_OK, does nothing. */
 jit_status_t jit__cache_put(jit__cache_t *c, const jit__cache_entry_t *entry, const void *cubin,
-                            size_t cubin_size, const char *source, const char *ptx,
-                            jit__diag_t *d);
+                            size_t cubin_size, const char *source, const char *ptx, jit__diag_t *d);
 
 /* Read kernels/<hash><ext> (ext ".cu", ".ptx", ".json"), NUL-terminated, into *out. */
 jit_status_t jit__cache_read_file(jit__cache_t *c, const char *hash, const char *ext, char **out,

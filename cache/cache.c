@@ -1,0 +1,302 @@
+/*
+ * Opening the cache: where it lives, whether this user may trust it, whether it can be written.
+ *
+ * Opening never fails because of the directory. A cache is an optimisation, so a directory that
+ * cannot be created, that another user owns or can write, or that is read-only leaves a working
+ * cache object that simply keeps nothing on disk, and says so once. Permission is judged from
+ * the mode bits rather than access(): as root access() reports every directory writable, yet a
+ * directory someone made 0500 is plainly meant to be left alone.
+ */
+#include "cache_private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+static const char *nonempty_env(const char *name) {
+    const char *v = getenv(name);
+    return (v && *v) ? v : NULL;
+}
+
+jit_status_t jit__cache_resolve_dir(const char *dir, char *out, size_t outsz, jit__diag_t *d) {
+    if (!out || outsz == 0)
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "cache directory: no output buffer");
+    out[0] = '\0';
+    const char *base = NULL, *suffix = "";
+    if (dir && *dir) {
+        base = dir;
+    } else if ((base = nonempty_env("JITGEMM_CACHE_DIR"))) {
+    } else if ((base = nonempty_env("XDG_CACHE_HOME")) && base[0] == '/') {
+        /* The XDG spec says a relative XDG_CACHE_HOME is invalid and must be ignored. */
+        suffix = "/jitgemm";
+    } else {
+        base = nonempty_env("HOME");
+        if (!base) {
+            struct passwd *pw = getpwuid(geteuid());
+            base = (pw && pw->pw_dir && *pw->pw_dir) ? pw->pw_dir : NULL;
+        }
+        if (!base)
+            return jit__fail(d, JIT_CACHE_ERROR,
+                             "cache directory: none given, and neither JITGEMM_CACHE_DIR, "
+                             "XDG_CACHE_HOME nor HOME is set");
+        suffix = "/.cache/jitgemm";
+    }
+    int n = snprintf(out, outsz, "%s%s", base, suffix);
+    if (n < 0 || (size_t)n >= outsz) {
+        out[0] = '\0';
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "cache directory path too long: %s%s", base,
+                         suffix);
+    }
+    /* "/a/b/" and "/a/b" are the same cache; keep one spelling for messages. */
+    while (n > 1 && out[n - 1] == '/')
+        out[--n] = '\0';
+    return JIT_OK;
+}
+
+/* A decimal byte count with an optional binary suffix: 1048576, 512M, 4G. */
+static int parse_bytes(const char *s, int64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || v <= 0)
+        return -1;
+    int shift = 0;
+    switch (*end) {
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        end++;
+        break;
+    default:
+        break;
+    }
+    if (*end == 'i' || *end == 'I') /* accept "MiB"-style spellings */
+        end++;
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (*end != '\0' || v > (INT64_MAX >> shift))
+        return -1;
+    *out = (int64_t)v << shift;
+    return 0;
+}
+
+static void warn_once(jit__cache_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_once(jit__cache_t *c, const char *fmt, ...) {
+    if (atomic_exchange(&c->warned, 1))
+        return;
+    char msg[JIT__CACHE_PATH_MAX + 256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    jit__log(c->log_level, JIT_LOG_WARN, "%s", msg);
+}
+
+int jit__cache_errno_readonly(int err) {
+    return err == EACCES || err == EROFS || err == EPERM;
+}
+
+void jit__cache_set_readonly(jit__cache_t *c, const char *what, int err) {
+    atomic_store(&c->writable, 0);
+    warn_once(c, "kernel cache %s cannot be written (%s: %s); new kernels are kept in memory only",
+              c->dir, what, strerror(err));
+}
+
+int jit__cache_report_once(jit__cache_t *c, const char *hash, const char *fmt, ...) {
+    int fresh = 1;
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->n_reported && fresh; i++)
+        fresh = strcmp(c->reported[i], hash) != 0;
+    if (fresh) {
+        if (c->n_reported == c->cap_reported) {
+            size_t cap = c->cap_reported ? 2 * c->cap_reported : 16;
+            void *p = realloc(c->reported, cap * sizeof(*c->reported));
+            if (p) {
+                c->reported = p;
+                c->cap_reported = cap;
+            }
+        }
+        /* Out of memory only means the same problem may be reported again. */
+        if (c->n_reported < c->cap_reported)
+            snprintf(c->reported[c->n_reported++], JIT_KEY_HASH_LEN + 1, "%s", hash);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (fresh) {
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        jit__log(c->log_level, JIT_LOG_WARN, "%s", msg);
+    }
+    return fresh;
+}
+
+/* mkdir -p with mode 0700 for every directory created. 0 or an errno. */
+static int make_dirs(const char *path) {
+    char p[JIT__CACHE_PATH_MAX];
+    snprintf(p, sizeof(p), "%s", path);
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != '\0')
+            continue;
+        char saved = *s;
+        *s = '\0';
+        if (mkdir(p, 0700) == 0) {
+            /* The umask may have stripped owner bits; the cache needs exactly rwx------. */
+            chmod(p, 0700);
+        } else if (errno != EEXIST) {
+            return errno;
+        }
+        *s = saved;
+        if (saved == '\0')
+            return 0;
+    }
+}
+
+/* Check (and, when writable, create) one subdirectory. Returns 0 if usable, else a reason. */
+static const char *vet_subdir(jit__cache_t *c, const char *sub, char *why, size_t whysz,
+                              int *readonly) {
+    struct stat st;
+    if (atomic_load(&c->writable)) {
+        if (mkdirat(c->dirfd, sub, 0700) == 0)
+            fchmodat(c->dirfd, sub, 0700, 0); /* undo what the umask took */
+        else if (errno != EEXIST && jit__cache_errno_readonly(errno))
+            *readonly = 1;
+    }
+    if (fstatat(c->dirfd, sub, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return NULL; /* absent in a read-only cache: simply empty */
+    const char *bad = jit__cache_distrust(&st, 1, why, whysz);
+    if (bad)
+        return bad;
+    if (!(st.st_mode & S_IWUSR))
+        *readonly = 1;
+    return NULL;
+}
+
+static void open_directory(jit__cache_t *c) {
+    char why[JIT__CACHE_WHY_MAX];
+    int err = make_dirs(c->dir);
+    if (err) {
+        warn_once(c, "kernel cache %s cannot be created (%s); kernels are kept in memory only",
+                  c->dir, strerror(err));
+        return;
+    }
+    c->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (c->dirfd < 0) {
+        warn_once(c, "kernel cache %s cannot be opened (%s); kernels are kept in memory only",
+                  c->dir, strerror(errno));
+        return;
+    }
+    struct stat st;
+    if (fstat(c->dirfd, &st) != 0 || jit__cache_distrust(&st, 1, why, sizeof(why))) {
+        warn_once(c,
+                  "kernel cache %s is refused (%s): another user could plant code in it; "
+                  "kernels are kept in memory only",
+                  c->dir, why);
+        close(c->dirfd);
+        c->dirfd = -1;
+        return;
+    }
+    struct statvfs vfs;
+    int readonly =
+        !(st.st_mode & S_IWUSR) || (fstatvfs(c->dirfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY));
+    atomic_store(&c->writable, !readonly);
+    static const char *const subs[] = {"kernels", "locks", "tmp"};
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+        if (vet_subdir(c, subs[i], why, sizeof(why), &readonly)) {
+            warn_once(c, "kernel cache %s is refused (%s/: %s); kernels are kept in memory only",
+                      c->dir, subs[i], why);
+            close(c->dirfd);
+            c->dirfd = -1;
+            atomic_store(&c->writable, 0);
+            return;
+        }
+    }
+    c->readable = 1;
+    if (readonly) {
+        atomic_store(&c->writable, 0);
+        warn_once(c,
+                  "kernel cache %s is read-only; cached kernels are used but new ones are "
+                  "kept in memory only",
+                  c->dir);
+    }
+}
+
+jit_status_t jit__cache_open(const char *dir, int64_t max_bytes, jit_log_level_t log_level,
+                             jit__cache_t **out, jit__diag_t *d) {
+    if (!out)
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "jit__cache_open: out is NULL");
+    *out = NULL;
+    if (max_bytes <= 0) {
+        const char *env = nonempty_env("JITGEMM_CACHE_MAX_BYTES");
+        max_bytes = JIT__CACHE_DEFAULT_MAX_BYTES;
+        if (env && parse_bytes(env, &max_bytes) != 0)
+            return jit__fail(d, JIT_INVALID_ARGUMENT,
+                             "JITGEMM_CACHE_MAX_BYTES=\"%s\" is not a positive byte count "
+                             "(e.g. 1073741824, 512M, 4G)",
+                             env);
+    }
+    jit__cache_t *c = calloc(1, sizeof(*c));
+    if (!c)
+        return jit__fail(d, JIT_OUT_OF_MEMORY, "cache: out of memory");
+    c->dirfd = -1;
+    c->max_bytes = max_bytes;
+    c->log_level = log_level;
+    atomic_init(&c->writable, 0);
+    atomic_init(&c->warned, 0);
+    atomic_init(&c->tmp_seq, 0);
+    pthread_mutex_init(&c->mu, NULL);
+
+    jit__diag_t local;
+    jit__diag_init(&local);
+    if (jit__cache_resolve_dir(dir, c->dir, sizeof(c->dir), &local) == JIT_OK)
+        open_directory(c);
+    else
+        warn_once(c, "%s; kernels are kept in memory only", local.msg);
+    jit__diag_clear(&local);
+    *out = c;
+    return JIT_OK;
+}
+
+void jit__cache_close(jit__cache_t *c) {
+    if (!c)
+        return;
+    if (c->dirfd >= 0)
+        close(c->dirfd);
+    pthread_mutex_destroy(&c->mu);
+    free(c->reported);
+    free(c);
+}
+
+const char *jit__cache_dir(const jit__cache_t *c) {
+    return c ? c->dir : "";
+}
+
+int jit__cache_writable(const jit__cache_t *c) {
+    return c && c->readable && atomic_load(&c->writable);
+}
+
+int jit__cache_readable(const jit__cache_t *c) {
+    return c && c->readable;
+}

@@ -1,0 +1,51 @@
+/*
+ * The size cap. Usage is the bytes of every entry's files (cubin, source, PTX, sidecar) as the
+ * directory shows them now, so it stays right whatever other processes did; files of entries
+ * still being published (no sidecar yet) are not counted, being nobody's to evict. Victims go in
+ * order of last use (sidecar mtime), oldest first, and the entry just published is never one:
+ * evicting it would make every put of an oversized kernel a wasted compile.
+ */
+#include "cache_private.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int by_last_use(const void *a, const void *b) {
+    const jit__cache_item_t *x = a, *y = b;
+    if (x->sidecar_time != y->sidecar_time)
+        return x->sidecar_time < y->sidecar_time ? -1 : 1;
+    return strcmp(x->hash, y->hash);
+}
+
+size_t jit__cache_evict(jit__cache_t *c, const char *keep_hash, json_t *entries) {
+    jit__cache_scan_t scan;
+    if (jit__cache_scan(c, &scan, NULL) != JIT_OK)
+        return 0;
+    uint64_t used = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < scan.n; i++) {
+        if (!(scan.items[i].files & JIT__F_SIDECAR))
+            continue;
+        used += scan.items[i].bytes;
+        scan.items[n++] = scan.items[i];
+    }
+    size_t removed = 0;
+    if (used > (uint64_t)c->max_bytes) {
+        qsort(scan.items, n, sizeof(*scan.items), by_last_use);
+        for (size_t i = 0; i < n && used > (uint64_t)c->max_bytes; i++) {
+            if (!strcmp(scan.items[i].hash, keep_hash))
+                continue;
+            jit__cache_remove_entry(c, scan.items[i].hash);
+            json_object_del(entries, scan.items[i].hash);
+            used -= scan.items[i].bytes;
+            removed++;
+        }
+        if (removed)
+            jit__log(c->log_level, JIT_LOG_INFO,
+                     "kernel cache %s: evicted %zu least recently used entries to stay under "
+                     "%lld bytes",
+                     c->dir, removed, (long long)c->max_bytes);
+    }
+    jit__cache_scan_free(&scan);
+    return removed;
+}

@@ -1,0 +1,367 @@
+/*
+ * Whole-cache operations: list, verify, gc and clear. They walk kernels/ (the truth) and treat
+ * manifest.json as a derived index: list rebuilds it when it is missing or unusable, gc rewrites
+ * it from the entries it keeps, verify compares the two and repairs nothing. Writers take the
+ * manifest lock, so they serialise with concurrent publishers; files younger than a minute that
+ * look orphaned may belong to a publish in flight and are left for a later gc.
+ */
+#include "cache_private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static jit_status_t require_usable(const jit__cache_t *c, int write, jit__diag_t *d) {
+    if (!c->readable)
+        return jit__fail(d, JIT_CACHE_ERROR,
+                         "kernel cache %s is not usable (missing, or not trusted; see the "
+                         "warning)",
+                         c->dir);
+    if (write && !jit__cache_writable(c))
+        return jit__fail(d, JIT_CACHE_ERROR, "kernel cache %s is read-only", c->dir);
+    return JIT_OK;
+}
+
+static int cmp_entry(const void *a, const void *b) {
+    return strcmp(((const jit__cache_entry_t *)a)->hash, ((const jit__cache_entry_t *)b)->hash);
+}
+
+static int cmp_item(const void *a, const void *b) {
+    return strcmp(((const jit__cache_item_t *)a)->hash, ((const jit__cache_item_t *)b)->hash);
+}
+
+static const jit__cache_item_t *find_item(const jit__cache_scan_t *s, const char *hash) {
+    jit__cache_item_t key;
+    snprintf(key.hash, sizeof(key.hash), "%s", hash);
+    return bsearch(&key, s->items, s->n, sizeof(*s->items), cmp_item);
+}
+
+static jit_status_t lock_manifest(jit__cache_t *c, int *fd, jit__diag_t *d) {
+    *fd = jit__cache_manifest_lock(c);
+    if (*fd >= 0)
+        return JIT_OK;
+    if (jit__cache_errno_readonly(-*fd))
+        jit__cache_set_readonly(c, "manifest.lock", -*fd);
+    return jit__fail(d, JIT_IO_ERROR, "kernel cache %s: cannot lock manifest.lock: %s", c->dir,
+                     strerror(-*fd));
+}
+
+/* ---- list -------------------------------------------------------------------------------- */
+
+/* The manifest's entries, rebuilt (and rewritten when possible) if it is missing or unusable. */
+static jit_status_t load_or_rebuild(jit__cache_t *c, json_t **entries, jit__diag_t *d) {
+    char why[JIT__CACHE_WHY_MAX];
+    jit__manifest_state_t ms = jit__cache_manifest_load(c, entries, why, sizeof(why));
+    if (ms == JIT__MANIFEST_OK)
+        return JIT_OK;
+    if (ms == JIT__MANIFEST_FAILED)
+        return jit__fail(d, JIT_IO_ERROR, "kernel cache %s: %s", c->dir, why);
+    int lock = -1;
+    if (jit__cache_writable(c)) {
+        lock = jit__cache_manifest_lock(c);
+        /* Another process may have repaired it while we waited for the lock. */
+        if (lock >= 0 &&
+            (ms = jit__cache_manifest_load(c, entries, why, sizeof(why))) == JIT__MANIFEST_OK) {
+            jit__cache_manifest_unlock(lock);
+            return JIT_OK;
+        }
+    }
+    jit_status_t st = jit__cache_manifest_rebuild(c, entries, d);
+    if (st == JIT_OK) {
+        if (ms == JIT__MANIFEST_CORRUPT)
+            jit__log(c->log_level, JIT_LOG_WARN,
+                     "kernel cache %s: manifest.json is unusable (%s); rebuilt from the %zu "
+                     "entries on disk",
+                     c->dir, why, json_object_size(*entries));
+        int err = lock >= 0 ? jit__cache_manifest_write(c, *entries) : 0;
+        if (jit__cache_errno_readonly(err))
+            jit__cache_set_readonly(c, "manifest.json", err);
+        else if (err)
+            jit__log(c->log_level, JIT_LOG_WARN,
+                     "kernel cache %s: cannot rewrite manifest.json: %s", c->dir, strerror(err));
+    }
+    jit__cache_manifest_unlock(lock);
+    return st;
+}
+
+jit_status_t jit__cache_list(jit__cache_t *c, jit__cache_entry_t **entries, size_t *count,
+                             jit__diag_t *d) {
+    if (!c || !entries || !count)
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "jit__cache_list: NULL argument");
+    *entries = NULL;
+    *count = 0;
+    jit_status_t st = require_usable(c, 0, d);
+    json_t *ents = NULL;
+    if (st == JIT_OK)
+        st = load_or_rebuild(c, &ents, d);
+    if (st != JIT_OK)
+        return st;
+    size_t n = json_object_size(ents), i = 0;
+    jit__cache_entry_t *out = calloc(n ? n : 1, sizeof(*out));
+    if (!out) {
+        json_decref(ents);
+        return jit__fail(d, JIT_OUT_OF_MEMORY, "cache list: out of memory");
+    }
+    const char *hash;
+    json_t *value;
+    json_object_foreach(ents, hash, value) {
+        char why[JIT__CACHE_WHY_MAX], name[JIT__CACHE_NAME_MAX];
+        struct stat fst;
+        if (jit__cache_entry_from_object(value, &out[i], why, sizeof(why)) != 0)
+            continue; /* cannot happen: the manifest was validated on load */
+        /* The manifest is not rewritten on hits; the sidecar's mtime has the last use. */
+        jit__cache_entry_name(name, out[i].hash, ".json");
+        if (fstatat(c->dirfd, name, &fst, AT_SYMLINK_NOFOLLOW) == 0)
+            out[i].last_used = jit__cache_mtime(&fst);
+        i++;
+    }
+    json_decref(ents);
+    qsort(out, i, sizeof(*out), cmp_entry);
+    *entries = out;
+    *count = i;
+    return JIT_OK;
+}
+
+/* ---- verify ------------------------------------------------------------------------------ */
+
+static void say(jit__cache_report_fn report, void *user, const char *name, const char *problem) {
+    if (report)
+        report(name, problem, user);
+}
+
+/* The manifest's view of one entry against the sidecar's. 1 if a problem was reported. */
+static int compare_with_manifest(json_t *ents, const jit__cache_entry_t *e,
+                                 jit__cache_report_fn report, void *user) {
+    json_t *m = json_object_get(ents, e->hash);
+    jit__cache_entry_t me;
+    char why[JIT__CACHE_WHY_MAX];
+    if (!m) {
+        say(report, user, e->hash, "files without manifest entry");
+        return 1;
+    }
+    if (jit__cache_entry_from_object(m, &me, why, sizeof(why)) != 0 ||
+        !jit__cache_entry_equal(e, &me)) {
+        say(report, user, e->hash, "manifest entry differs from the sidecar");
+        return 1;
+    }
+    return 0;
+}
+
+jit_status_t jit__cache_verify(jit__cache_t *c, jit__cache_report_fn report, void *user,
+                               size_t *bad, jit__diag_t *d) {
+    size_t nbad = 0;
+    if (bad)
+        *bad = 0;
+    if (!c)
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "jit__cache_verify: NULL cache");
+    jit_status_t st = require_usable(c, 0, d);
+    if (st != JIT_OK)
+        return st;
+    jit__cache_scan_t scan;
+    if ((st = jit__cache_scan(c, &scan, d)) != JIT_OK)
+        return st;
+    json_t *ents = NULL;
+    char why[JIT__CACHE_WHY_MAX], msg[JIT__CACHE_WHY_MAX + 64];
+    jit__manifest_state_t ms = jit__cache_manifest_load(c, &ents, why, sizeof(why));
+    if (ms == JIT__MANIFEST_FAILED) {
+        jit__cache_scan_free(&scan);
+        return jit__fail(d, JIT_IO_ERROR, "kernel cache %s: %s", c->dir, why);
+    }
+    if (ms == JIT__MANIFEST_CORRUPT || (ms == JIT__MANIFEST_MISSING && scan.n > 0)) {
+        snprintf(msg, sizeof(msg), "manifest unusable: %s", why);
+        say(report, user, "manifest.json", msg);
+        nbad++;
+    }
+    for (size_t i = 0; i < scan.n; i++) {
+        const jit__cache_item_t *it = &scan.items[i];
+        int problem = 0;
+        if (!(it->files & JIT__F_SIDECAR)) {
+            snprintf(msg, sizeof(msg), "orphan files:%s%s%s without a sidecar",
+                     (it->files & JIT__F_CUBIN) ? " .cubin" : "",
+                     (it->files & JIT__F_SOURCE) ? " .cu" : "",
+                     (it->files & JIT__F_PTX) ? " .ptx" : "");
+            say(report, user, it->hash, msg);
+            problem = 1;
+        } else {
+            jit__cache_entry_t e;
+            if (jit__cache_check_entry(c, it->hash, 1, &e, NULL, NULL, why, sizeof(why)) !=
+                JIT__CHECK_OK) {
+                say(report, user, it->hash, why);
+                problem = 1;
+            } else if (ms == JIT__MANIFEST_OK) {
+                problem = compare_with_manifest(ents, &e, report, user);
+            }
+        }
+        nbad += problem;
+    }
+    if (ms == JIT__MANIFEST_OK) {
+        const char *hash;
+        json_t *value;
+        json_object_foreach(ents, hash, value) {
+            const jit__cache_item_t *it = find_item(&scan, hash);
+            if (it && (it->files & JIT__F_SIDECAR))
+                continue;
+            say(report, user, hash, "manifest entry without files");
+            nbad += it == NULL; /* with files but no sidecar it was counted as an orphan */
+        }
+    }
+    for (size_t i = 0; i < scan.n_strays; i++) {
+        say(report, user, scan.strays[i].name, "unexpected file in kernels/");
+        nbad++;
+    }
+    json_decref(ents);
+    jit__cache_scan_free(&scan);
+    if (bad)
+        *bad = nbad;
+    return JIT_OK;
+}
+
+/* ---- gc ---------------------------------------------------------------------------------- */
+
+static int toolchain_kept(const jit__toolchain_id_t *tc, const jit__toolchain_id_t *keep,
+                          size_t n_keep) {
+    if (n_keep == 0)
+        return 1;
+    for (size_t i = 0; i < n_keep; i++)
+        if (!memcmp(tc, &keep[i], sizeof(*tc)))
+            return 1;
+    return 0;
+}
+
+/* Remove regular files under `sub` older than `age` seconds (0: all). Returns how many. */
+static size_t sweep_dir(jit__cache_t *c, const char *sub, int64_t age, jit__diag_t *d) {
+    jit__cache_stray_t *files;
+    size_t n, removed = 0;
+    int64_t now = (int64_t)time(NULL);
+    if (jit__cache_list_dir(c, sub, &files, &n, d) != JIT_OK)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((age == 0 || now - files[i].mtime >= age) && unlinkat(c->dirfd, files[i].name, 0) == 0)
+            removed++;
+    free(files);
+    return removed;
+}
+
+/* Lock files of keys that have no entry and that nobody holds; not counted as removals. */
+static void sweep_locks(jit__cache_t *c, json_t *live) {
+    jit__cache_stray_t *files;
+    size_t n;
+    if (jit__cache_list_dir(c, "locks", &files, &n, NULL) != JIT_OK)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        char hash[JIT_KEY_HASH_LEN + 1];
+        const char *base = files[i].name + strlen("locks/");
+        snprintf(hash, sizeof(hash), "%s", base);
+        if (live && jit__cache_valid_hash(hash) && json_object_get(live, hash))
+            continue;
+        jit__cache_drop_lock_file(c, files[i].name);
+    }
+    free(files);
+}
+
+jit_status_t jit__cache_gc(jit__cache_t *c, const jit__toolchain_id_t *keep, size_t n_keep,
+                           int generator_version, size_t *removed, jit__diag_t *d) {
+    size_t nremoved = 0;
+    if (removed)
+        *removed = 0;
+    if (!c || (n_keep > 0 && !keep))
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "jit__cache_gc: NULL argument");
+    jit_status_t st = require_usable(c, 1, d);
+    int lock;
+    if (st != JIT_OK || (st = lock_manifest(c, &lock, d)) != JIT_OK)
+        return st;
+    jit__cache_scan_t scan;
+    json_t *kept = json_object();
+    if (!kept) {
+        jit__cache_manifest_unlock(lock);
+        return jit__fail(d, JIT_OUT_OF_MEMORY, "cache gc: out of memory");
+    }
+    if ((st = jit__cache_scan(c, &scan, d)) != JIT_OK) {
+        json_decref(kept);
+        jit__cache_manifest_unlock(lock);
+        return st;
+    }
+    int64_t now = (int64_t)time(NULL);
+    for (size_t i = 0; i < scan.n && st == JIT_OK; i++) {
+        const jit__cache_item_t *it = &scan.items[i];
+        char why[JIT__CACHE_WHY_MAX];
+        jit__cache_entry_t e;
+        int drop;
+        if (!(it->files & JIT__F_SIDECAR)) {
+            drop = now - it->newest >= JIT__CACHE_STALE_SECONDS;
+        } else {
+            jit__check_t r =
+                jit__cache_check_entry(c, it->hash, 1, &e, NULL, NULL, why, sizeof(why));
+            if (r == JIT__CHECK_FAILED) /* unreadable now, not proven damaged: keep it */
+                r = jit__cache_check_entry(c, it->hash, 0, &e, NULL, NULL, why, sizeof(why));
+            drop = r != JIT__CHECK_OK ||
+                   (generator_version > 0 && e.generator_version != generator_version) ||
+                   !toolchain_kept(&e.toolchain, keep, n_keep);
+            if (!drop) {
+                json_t *o = jit__cache_entry_to_object(&e);
+                if (!o || json_object_set_new(kept, e.hash, o) != 0)
+                    st = jit__fail(d, JIT_OUT_OF_MEMORY, "cache gc: out of memory");
+            }
+        }
+        if (drop) {
+            jit__cache_remove_entry(c, it->hash);
+            nremoved++;
+        }
+    }
+    for (size_t i = 0; i < scan.n_strays && st == JIT_OK; i++)
+        if (now - scan.strays[i].mtime >= JIT__CACHE_STALE_SECONDS &&
+            unlinkat(c->dirfd, scan.strays[i].name, 0) == 0)
+            nremoved++;
+    jit__cache_scan_free(&scan);
+    if (st == JIT_OK) {
+        nremoved += sweep_dir(c, "tmp", JIT__CACHE_STALE_SECONDS, NULL);
+        sweep_locks(c, kept);
+        int err = jit__cache_manifest_write(c, kept);
+        if (err)
+            st = jit__fail(d, JIT_IO_ERROR, "kernel cache %s: cannot write manifest.json: %s",
+                           c->dir, strerror(err));
+    }
+    json_decref(kept);
+    jit__cache_manifest_unlock(lock);
+    if (removed)
+        *removed = nremoved;
+    return st;
+}
+
+/* ---- clear ------------------------------------------------------------------------------- */
+
+jit_status_t jit__cache_clear(jit__cache_t *c, size_t *removed, jit__diag_t *d) {
+    size_t nremoved = 0;
+    if (removed)
+        *removed = 0;
+    if (!c)
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "jit__cache_clear: NULL cache");
+    jit_status_t st = require_usable(c, 1, d);
+    int lock;
+    if (st != JIT_OK || (st = lock_manifest(c, &lock, d)) != JIT_OK)
+        return st;
+    jit__cache_scan_t scan;
+    if ((st = jit__cache_scan(c, &scan, d)) == JIT_OK) {
+        for (size_t i = 0; i < scan.n; i++) {
+            jit__cache_remove_entry(c, scan.items[i].hash);
+            nremoved++;
+        }
+        for (size_t i = 0; i < scan.n_strays; i++)
+            if (unlinkat(c->dirfd, scan.strays[i].name, 0) == 0)
+                nremoved++;
+        jit__cache_scan_free(&scan);
+        sweep_dir(c, "tmp", 0, NULL);
+        sweep_locks(c, NULL);
+        if (unlinkat(c->dirfd, "manifest.json", 0) != 0 && errno != ENOENT)
+            st = jit__fail(d, JIT_IO_ERROR, "kernel cache %s: cannot remove manifest.json: %s",
+                           c->dir, strerror(errno));
+    }
+    jit__cache_manifest_unlock(lock);
+    if (removed)
+        *removed = nremoved;
+    return st;
+}
