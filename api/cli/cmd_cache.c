@@ -1,0 +1,299 @@
+/*
+ * `jitgemm cache list|verify|gc|clear`: the on-disk cache seen from outside a context. These
+ * work on the directory alone (cache/cache.h), so they run on machines with no GPU and no
+ * compiler, with one exception worth spelling out: `gc` keeps the entries of the toolchain the
+ * library would pick now, and when no toolchain can be found it cannot tell which one is
+ * current. Rather than delete every kernel (a serving host with a briefly broken library path
+ * would lose its whole prewarmed cache), it then keeps every toolchain present, still removes
+ * other generator versions, damaged entries and leftovers, and says so.
+ */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache.h"
+#include "cli.h"
+#include "driver.h"
+#include "plan.h"
+#include "toolchain.h"
+
+const char jit__cli_cache_help[] =
+    "Usage: jitgemm cache list   [--cache-dir D] [--json]\n"
+    "       jitgemm cache verify [--cache-dir D] [--json]\n"
+    "       jitgemm cache gc     [--cache-dir D] [--toolkit-dir T] [--json]\n"
+    "       jitgemm cache clear  [--cache-dir D] [--json]\n"
+    "\n"
+    "  list    one line per entry: hash, arch, target (\"(fallback)\" when the cubin is the\n"
+    "          arch's fallback target), kernel, size, registers, last used\n"
+    "  verify  check every entry (sidecar, cubin size and checksum, owner) and the manifest;\n"
+    "          print each problem; exit 1 if there is any. Repairs nothing.\n"
+    "  gc      remove entries built by another generator version or another toolchain than\n"
+    "          the one the library picks now (as for a context: --toolkit-dir, else\n"
+    "          $JITGEMM_TOOLKIT_DIR, else the newest found; on a GPU host also the newest one\n"
+    "          its driver accepts), damaged entries, orphaned files and stale temporaries.\n"
+    "          With no toolchain found, entries of every toolchain are kept (with a warning)\n"
+    "          and only the rest is removed.\n"
+    "  clear   remove every entry and the manifest\n"
+    "\n"
+    "Options:\n"
+    "  --cache-dir D   cache directory (default $JITGEMM_CACHE_DIR, $XDG_CACHE_HOME/jitgemm,\n"
+    "                  ~/.cache/jitgemm)\n"
+    "  --toolkit-dir T gc only: the NVRTC/nvJitLink directory whose entries to keep\n"
+    "  --json          list: one manifest entry (JSON object) per line; verify: one\n"
+    "                  {\"hash\",\"problem\"} per line; gc and clear: {\"removed\": N}\n"
+    "\n"
+    "Exit status: 0 success, 1 failure (or verify found damage), 2 bad command line.\n";
+
+static void format_size(uint64_t bytes, char *out, size_t outsz) {
+    if (bytes >= (1u << 20))
+        snprintf(out, outsz, "%.1f MiB", (double)bytes / (1 << 20));
+    else if (bytes >= 1024)
+        snprintf(out, outsz, "%.1f KiB", (double)bytes / 1024);
+    else
+        snprintf(out, outsz, "%llu B", (unsigned long long)bytes);
+}
+
+static void format_time(int64_t t, char *out, size_t outsz) {
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (t <= 0 || !localtime_r(&tt, &tm) || !strftime(out, outsz, "%Y-%m-%d %H:%M:%S", &tm))
+        snprintf(out, outsz, "-");
+}
+
+static void print_compact(const char *json_text) {
+    json_t *j = json_loads(json_text, 0, NULL);
+    char *line = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    puts(line ? line : json_text);
+    free(line);
+    json_decref(j);
+}
+
+static int cache_fail(const char *what, jit__diag_t *d) {
+    jit__cli_error("cache %s: %s", what, d->msg[0] ? d->msg : jit_status_string(d->status));
+    return JIT_CLI_FAILED;
+}
+
+static int do_list(jit__cache_t *c, int json) {
+    jit__cache_entry_t *e = NULL;
+    size_t n = 0;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    if (jit__cache_list(c, &e, &n, &d) != JIT_OK) {
+        int rc = cache_fail("list", &d);
+        jit__diag_clear(&d);
+        return rc;
+    }
+    uint64_t total = 0;
+    if (!json && n)
+        printf("%-32s  %-8s %-19s %-24s %10s %5s  %s\n", "HASH", "ARCH", "TARGET", "KERNEL", "SIZE",
+               "REGS", "LAST USED");
+    for (size_t i = 0; i < n; i++) {
+        total += e[i].size;
+        if (json) {
+            char *text = jit__cache_entry_to_json(&e[i]);
+            if (text)
+                print_compact(text);
+            free(text);
+            continue;
+        }
+        char target[32], size[32], used[32];
+        snprintf(target, sizeof(target), "%s%s", e[i].target, e[i].fallback ? " (fallback)" : "");
+        format_size(e[i].size, size, sizeof(size));
+        format_time(e[i].last_used, used, sizeof(used));
+        printf("%-32s  %-8s %-19s %-24s %10s %5d  %s\n", e[i].hash, e[i].arch, target,
+               e[i].kernel_name, size, e[i].registers, used);
+    }
+    if (!json) {
+        char size[32];
+        format_size(total, size, sizeof(size));
+        printf("%zu %s, %s, in %s\n", n, n == 1 ? "entry" : "entries", size, jit__cache_dir(c));
+    }
+    free(e);
+    return JIT_CLI_OK;
+}
+
+typedef struct verify_state {
+    int json;
+    size_t problems;
+} verify_state_t;
+
+static void on_problem(const char *hash, const char *problem, void *user) {
+    verify_state_t *v = user;
+    v->problems++;
+    if (v->json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "hash", hash && *hash ? json_string(hash) : json_null());
+        json_object_set_new(o, "problem", json_string(problem ? problem : ""));
+        char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (line)
+            puts(line);
+        free(line);
+        json_decref(o);
+    } else {
+        printf("%s: %s\n", hash && *hash ? hash : "manifest", problem ? problem : "");
+    }
+}
+
+static int do_verify(jit__cache_t *c, int json) {
+    verify_state_t v = {.json = json};
+    size_t bad = 0, n = 0;
+    jit__cache_entry_t *e = NULL;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    if (jit__cache_list(c, &e, &n, &d) != JIT_OK ||
+        jit__cache_verify(c, on_problem, &v, &bad, &d) != JIT_OK) {
+        int rc = cache_fail("verify", &d);
+        jit__diag_clear(&d);
+        free(e);
+        return rc;
+    }
+    free(e);
+    fprintf(json ? stderr : stdout, "verified %zu %s in %s: %zu damaged, %zu %s reported\n", n,
+            n == 1 ? "entry" : "entries", jit__cache_dir(c), bad, v.problems,
+            v.problems == 1 ? "problem" : "problems");
+    return (bad || v.problems) ? JIT_CLI_FAILED : JIT_CLI_OK;
+}
+
+static void print_removed(int json, const char *what, size_t removed, const char *dir) {
+    if (json)
+        printf("{\"removed\": %zu}\n", removed);
+    else
+        printf("%s: removed %zu %s from %s\n", what, removed, removed == 1 ? "entry" : "entries",
+               dir);
+}
+
+static int do_gc(jit__cache_t *c, const char *toolkit_dir, int json) {
+    jit__diag_t d;
+    jit__diag_init(&d);
+    const jit__toolchain_t *tc = NULL;
+    jit__toolchain_id_t *keep = NULL;
+    size_t n_keep = 0, removed = 0;
+    int rc = JIT_CLI_OK;
+    if (jit__toolchain_get(toolkit_dir, &tc, &d) == JIT_OK) {
+        keep = calloc(2, sizeof(*keep));
+        if (keep) {
+            keep[n_keep++] = tc->id;
+            /* On a GPU host whose driver is older than that NVRTC, the library compiles what
+             * it launches with the newest toolchain the driver accepts; those entries are in
+             * use too. */
+            const jit__driver_t *drv = NULL;
+            jit__diag_t dd;
+            jit__diag_init(&dd);
+            if (jit__driver_get(&drv, &dd) == JIT_OK) {
+                const jit__toolchain_t *ex =
+                    jit__toolchain_newest_up_to(drv->version / 1000, (drv->version % 1000) / 10);
+                if (ex && memcmp(&ex->id, &tc->id, sizeof(tc->id)))
+                    keep[n_keep++] = ex->id;
+            }
+            jit__diag_clear(&dd);
+        }
+    } else if (toolkit_dir) {
+        /* A directory named explicitly and not usable is a mistake to report, not to guess
+         * around. */
+        rc = cache_fail("gc", &d);
+        goto done;
+    } else {
+        fprintf(stderr,
+                "jitgemm: warning: cache gc: no NVRTC found (%s); keeping the entries of every "
+                "toolchain in the cache\n",
+                d.msg);
+        jit__diag_clear(&d);
+        jit__cache_entry_t *e = NULL;
+        size_t n = 0;
+        if (jit__cache_list(c, &e, &n, &d) != JIT_OK) {
+            rc = cache_fail("gc", &d);
+            goto done;
+        }
+        keep = calloc(n ? n : 1, sizeof(*keep));
+        for (size_t i = 0; keep && i < n; i++) {
+            int seen = 0;
+            for (size_t j = 0; j < n_keep && !seen; j++)
+                seen = !memcmp(&keep[j], &e[i].toolchain, sizeof(*keep));
+            if (!seen)
+                keep[n_keep++] = e[i].toolchain;
+        }
+        free(e);
+    }
+    if (!keep) {
+        jit__cli_error("out of memory");
+        rc = JIT_CLI_FAILED;
+        goto done;
+    }
+    if (jit__cache_gc(c, keep, n_keep, JIT_GENERATOR_VERSION, &removed, &d) != JIT_OK) {
+        rc = cache_fail("gc", &d);
+        goto done;
+    }
+    print_removed(json, "gc", removed, jit__cache_dir(c));
+done:
+    free(keep);
+    jit__diag_clear(&d);
+    return rc;
+}
+
+static int do_clear(jit__cache_t *c, int json) {
+    jit__diag_t d;
+    jit__diag_init(&d);
+    size_t removed = 0;
+    int rc = JIT_CLI_OK;
+    if (jit__cache_clear(c, &removed, &d) != JIT_OK)
+        rc = cache_fail("clear", &d);
+    else
+        print_removed(json, "clear", removed, jit__cache_dir(c));
+    jit__diag_clear(&d);
+    return rc;
+}
+
+int jit__cli_cache(int argc, char **argv) {
+    const char *verb = "cache";
+    const char *cache_dir = NULL, *toolkit_dir = NULL;
+    int json = 0;
+    const jit__cli_opt_t opts[] = {
+        {"cache-dir", "D", &cache_dir, NULL},
+        {"toolkit-dir", "T", &toolkit_dir, NULL},
+        {"json", NULL, NULL, &json},
+    };
+    const char *pos[1];
+    size_t n_pos = 0;
+    int rc = jit__cli_parse(verb, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 1, &n_pos);
+    if (rc)
+        return rc;
+    if (n_pos == 0)
+        return jit__cli_usage(verb, "missing action: list, verify, gc or clear");
+    const char *action = pos[0];
+    int is_list = !strcmp(action, "list"), is_verify = !strcmp(action, "verify");
+    int is_gc = !strcmp(action, "gc"), is_clear = !strcmp(action, "clear");
+    if (!is_list && !is_verify && !is_gc && !is_clear)
+        return jit__cli_usage(verb, "unknown action '%s' (expected list, verify, gc or clear)",
+                              action);
+    if (toolkit_dir && !is_gc)
+        return jit__cli_usage(verb, "--toolkit-dir applies to 'cache gc' only");
+
+    jit__cache_t *c = NULL;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    /* Warnings about the directory (read-only, foreign owner) are worth seeing here. */
+    if (jit__cache_open(cache_dir, 0, JIT_LOG_WARN, &c, &d) != JIT_OK) {
+        rc = cache_fail(action, &d);
+        jit__diag_clear(&d);
+        return rc;
+    }
+    if (!jit__cache_readable(c)) {
+        jit__cli_error("cache %s: %s cannot be used (see the warning above)", action,
+                       jit__cache_dir(c));
+        rc = JIT_CLI_FAILED;
+    } else if ((is_gc || is_clear) && !jit__cache_writable(c)) {
+        jit__cli_error("cache %s: %s is not writable", action, jit__cache_dir(c));
+        rc = JIT_CLI_FAILED;
+    } else if (is_list) {
+        rc = do_list(c, json);
+    } else if (is_verify) {
+        rc = do_verify(c, json);
+    } else if (is_gc) {
+        rc = do_gc(c, toolkit_dir, json);
+    } else {
+        rc = do_clear(c, json);
+    }
+    jit__cache_close(c);
+    return rc;
+}

@@ -1,0 +1,109 @@
+/*
+ * `jitgemm`: verb dispatch, global --help and --version, and `help VERB`. Each verb lives in
+ * its own cmd_*.c and owns its options and help text; this file only routes to them, so adding
+ * a verb is one table row.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "key.h"
+#include "plan.h"
+#include "toolchain.h"
+
+typedef struct verb {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *help;
+    const char *summary;
+} verb_t;
+
+static const verb_t k_verbs[] = {
+    {"prewarm", jit__cli_prewarm, jit__cli_prewarm_help,
+     "compile every kernel a shape list needs into the cache"},
+    {"inspect", jit__cli_inspect, jit__cli_inspect_help,
+     "show the key, plan, source, PTX or cache entry of one problem"},
+    {"cache", jit__cli_cache, jit__cli_cache_help, "list, verify, gc or clear the kernel cache"},
+    {"run", jit__cli_run, jit__cli_run_help,
+     "run one GEMM on the GPU, check it against the host reference, time it"},
+};
+#define N_VERBS (sizeof(k_verbs) / sizeof(k_verbs[0]))
+
+static void print_usage(FILE *f) {
+    fprintf(f, "Usage: jitgemm VERB [OPTIONS]\n"
+               "       jitgemm help VERB | --help | --version\n\n"
+               "A JIT kernel service for block-scaled GEMM on NVIDIA GPUs.\n\nVerbs:\n");
+    for (size_t i = 0; i < N_VERBS; i++)
+        fprintf(f, "  %-9s %s\n", k_verbs[i].name, k_verbs[i].summary);
+    fprintf(f, "\nEvery verb takes --help and --cache-dir DIR. Environment:\n"
+               "  JITGEMM_CACHE_DIR        cache directory (default $XDG_CACHE_HOME/jitgemm,\n"
+               "                           else ~/.cache/jitgemm)\n"
+               "  JITGEMM_CACHE_MAX_BYTES  cache size cap (default 4 GiB)\n"
+               "  JITGEMM_TOOLKIT_DIR      directory holding the NVRTC and nvJitLink to use\n\n"
+               "Exit status: 0 success, 1 the work failed, 2 bad command line.\n");
+}
+
+static int print_version(void) {
+    printf("jitgemm %d.%d.%d (generator %d)\n", JITGEMM_VERSION_MAJOR, JITGEMM_VERSION_MINOR,
+           JITGEMM_VERSION_PATCH, JIT_GENERATOR_VERSION);
+    /* The toolchain is part of every key, so it is what a user comparing caches needs to see. */
+    const jit__toolchain_t *tc = NULL;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    if (jit__toolchain_get(NULL, &tc, &d) == JIT_OK) {
+        printf("toolchain: NVRTC %d.%d, nvJitLink %d.%d (%s)\n", tc->id.nvrtc_major,
+               tc->id.nvrtc_minor, tc->id.nvjitlink_major, tc->id.nvjitlink_minor,
+               tc->dir[0] ? tc->dir : "loader default path");
+    } else {
+        printf("toolchain: not found (%s)\n", d.msg);
+    }
+    jit__diag_clear(&d);
+    return JIT_CLI_OK;
+}
+
+static const verb_t *find_verb(const char *name) {
+    for (size_t i = 0; i < N_VERBS; i++)
+        if (!strcmp(k_verbs[i].name, name))
+            return &k_verbs[i];
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        print_usage(stderr);
+        return JIT_CLI_USAGE;
+    }
+    const char *word = argv[1];
+    if (!strcmp(word, "--help") || !strcmp(word, "-h")) {
+        print_usage(stdout);
+        return JIT_CLI_OK;
+    }
+    if (!strcmp(word, "--version") || !strcmp(word, "version"))
+        return print_version();
+    if (!strcmp(word, "help")) {
+        if (argc == 2) {
+            print_usage(stdout);
+            return JIT_CLI_OK;
+        }
+        if (argc > 3)
+            return jit__cli_usage("help", "expected one verb, got %d words", argc - 2);
+        const verb_t *v = find_verb(argv[2]);
+        if (!v)
+            return jit__cli_usage(NULL, "unknown verb '%s' (verbs: prewarm, inspect, cache, run)",
+                                  argv[2]);
+        fputs(v->help, stdout);
+        return JIT_CLI_OK;
+    }
+    const verb_t *v = find_verb(word);
+    if (!v) {
+        if (word[0] == '-')
+            return jit__cli_usage(NULL, "unknown option '%s'", word);
+        return jit__cli_usage(NULL, "unknown verb '%s' (verbs: prewarm, inspect, cache, run)",
+                              word);
+    }
+    if (jit__cli_wants_help(argc - 2, argv + 2)) {
+        fputs(v->help, stdout);
+        return JIT_CLI_OK;
+    }
+    return v->run(argc - 2, argv + 2);
+}
