@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "plan.h"
 #include "test_cli_helpers.h"
 
 static char *g_dir;
@@ -301,5 +302,58 @@ Test(cli_prewarm, cache_dir_option_beats_the_environment) {
     cr_expect_eq(stat(manifest, &st), 0, "no manifest in the --cache-dir directory");
     snprintf(manifest, sizeof(manifest), "%s/manifest.json", env_dir);
     cr_expect_neq(stat(manifest, &st), 0, "the environment's directory was used");
+    free(path);
+}
+
+/* Rewrite one field of an entry's sidecar (kernels/<hash>.json), as an older build would have. */
+static void edit_sidecar(const char *hash, const char *field, json_t *value) {
+    char path[1200];
+    snprintf(path, sizeof(path), "%s/kernels/%s.json", g_dir, hash);
+    json_t *o = json_load_file(path, 0, NULL);
+    cr_assert_not_null(o, "no sidecar at %s", path);
+    if (!strcmp(field, "nvrtc")) {
+        json_t *tc = json_object_get(o, "toolchain");
+        cr_assert(json_is_object(tc), "sidecar has no toolchain object");
+        json_object_set_new(tc, "nvrtc", value);
+    } else {
+        json_object_set_new(o, field, value);
+    }
+    cr_assert_eq(json_dump_file(o, path, JSON_COMPACT), 0);
+    json_decref(o);
+}
+
+Test(cli_prewarm, gc_removes_other_toolchains_and_generators_only) {
+    char *path = list_path();
+    cli_result_t r = CLI(g_dir, NULL, "prewarm", path, "--json");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    line_rec_t recs[8];
+    size_t n = parse_lines(r.out, recs, 8);
+    cr_assert_eq(n, 4);
+    cli_free(&r);
+
+    edit_sidecar(recs[0].key, "nvrtc", json_string("9.9"));
+    edit_sidecar(recs[1].key, "generator_version", json_integer(JIT_GENERATOR_VERSION + 7));
+    r = CLI(g_dir, NULL, "cache", "gc", "--json");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    json_t *o = json_loads(r.out, 0, NULL);
+    cr_assert_not_null(o, "%s", r.out);
+    cr_expect_eq(json_integer_value(json_object_get(o, "removed")), 2, "%s", r.out);
+    json_decref(o);
+    cli_free(&r);
+
+    r = CLI(g_dir, NULL, "cache", "list");
+    cr_expect(strstr(r.out, recs[0].key) == NULL, "other toolchain's entry kept");
+    cr_expect(strstr(r.out, recs[1].key) == NULL, "other generator's entry kept");
+    cr_expect(strstr(r.out, recs[2].key) != NULL, "current entry removed");
+    cr_expect(strstr(r.out, recs[3].key) != NULL, "current entry removed");
+    cli_free(&r);
+
+    /* A toolkit directory named explicitly but unusable is an error, not a guess. */
+    r = CLI(g_dir, NULL, "cache", "gc", "--toolkit-dir", "/nonexistent-toolkit");
+    CLI_EXPECT(r, 1, "jitgemm: error: cache gc: ");
+    cli_free(&r);
+    r = CLI(g_dir, NULL, "cache", "list");
+    cr_expect(strstr(r.out, "2 entries") != NULL, "a failed gc removed something: %s", r.out);
+    cli_free(&r);
     free(path);
 }

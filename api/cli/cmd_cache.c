@@ -33,7 +33,8 @@ const char jit__cli_cache_help[] =
     "          $JITGEMM_TOOLKIT_DIR, else the newest found; on a GPU host also the newest one\n"
     "          its driver accepts), damaged entries, orphaned files and stale temporaries.\n"
     "          With no toolchain found, entries of every toolchain are kept (with a warning)\n"
-    "          and only the rest is removed.\n"
+    "          and only the rest is removed; a named toolkit directory that does not hold\n"
+    "          one is an error.\n"
     "  clear   remove every entry and the manifest\n"
     "\n"
     "Options:\n"
@@ -188,9 +189,9 @@ static int do_gc(jit__cache_t *c, const char *toolkit_dir, int json) {
             }
             jit__diag_clear(&dd);
         }
-    } else if (toolkit_dir) {
-        /* A directory named explicitly and not usable is a mistake to report, not to guess
-         * around. */
+    } else if (toolkit_dir || (getenv("JITGEMM_TOOLKIT_DIR") && *getenv("JITGEMM_TOOLKIT_DIR"))) {
+        /* A directory named explicitly (option or environment) and not usable is a mistake to
+         * report, not to guess around. */
         rc = cache_fail("gc", &d);
         goto done;
     } else {
