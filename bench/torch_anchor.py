@@ -17,13 +17,15 @@ and the padded size is reported.
 Each timing is the median over individually event-timed launches after a warm-up. The L2 cache
 is not flushed between them, for PyTorch and jitgemm alike.
 
-If --jitgemm names the output of `jitgemm run --json` (lines holding one JSON object per
-shape), the matching jitgemm time is put beside PyTorch's and the ratio is computed.
+If --jitgemm names a file holding the output of `jitgemm run` for the same shapes (as
+scripts/gpu-check.sh writes it), the matching jitgemm time is put beside PyTorch's and the
+ratio is computed.
 
     python3 bench/torch_anchor.py --shapes "linear:5120:5120:1024 linear_swiglu:27648:5120:1024"
 """
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
@@ -57,8 +59,16 @@ def time_us(torch, fn, warmup, iters):
     return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends))
 
 
+RUN_LINE = re.compile(r"^run: (\S+) M=(\d+) N=(\d+) K=(\d+)")
+TIME_LINE = re.compile(r"^time: median ([0-9.eE+-]+) us")
+
+
 def jitgemm_times(path):
-    """(op, n, k, tokens) -> microseconds, from `jitgemm run --json` output."""
+    """(op, n, k, tokens) -> microseconds, from the output of `jitgemm run`.
+
+    Reads the text the verb prints ("run: OP M=.. N=.. K=..", then "time: median X us"), and
+    also JSON lines with op/n/k/tokens and a time field, should the verb print those.
+    """
     times = {}
     if not path:
         return times
@@ -67,8 +77,18 @@ def jitgemm_times(path):
     except OSError as e:
         print(f"torch_anchor: cannot read {path}: {e}", file=sys.stderr)
         return times
+    current = None
     for line in lines:
         line = line.strip()
+        m = RUN_LINE.match(line)
+        if m:
+            current = (m.group(1), int(m.group(3)), int(m.group(4)), int(m.group(2)))
+            continue
+        m = TIME_LINE.match(line)
+        if m and current:
+            times[current] = float(m.group(1))
+            current = None
+            continue
         if not line.startswith("{"):
             continue
         try:
@@ -89,7 +109,7 @@ def jitgemm_times(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", required=True, help='"op:n:k:tokens ..." as scripts/gpu-check.sh')
-    ap.add_argument("--jitgemm", help="output of `jitgemm run --json` to compare against")
+    ap.add_argument("--jitgemm", help="output of `jitgemm run` to compare against")
     ap.add_argument("--out", help="also write the JSON document here")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)

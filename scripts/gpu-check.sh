@@ -124,14 +124,14 @@ build() {
         cmake --build "$BUILD" -j"$(nproc)"
 }
 
+# Each run prints "run: ...", the check and PASS or FAIL, then "time: median X us";
+# torch_anchor.py reads those lines back for the anchor ratio.
 run_shapes() {
-    local s op n k t rc=0 json=()
-    # One JSON object per shape when the verb offers it; torch_anchor.py reads them.
-    "$BUILD/jitgemm" run --help | grep -q -- '--json' && json=(--json)
+    local s op n k t rc=0
     for s in $SHAPES_STR; do
         IFS=: read -r op n k t <<<"$s"
-        echo "--- jitgemm run --op $op --n $n --k $k --tokens $t"
-        "$BUILD/jitgemm" run --op "$op" --n "$n" --k "$k" --tokens "$t" --iters 50 "${json[@]}" ||
+        echo "--- jitgemm run --op $op --n $n --k $k --tokens $t --iters 50"
+        "$BUILD/jitgemm" run --op "$op" --n "$n" --k "$k" --tokens "$t" --iters 50 ||
             { echo "FAILED: $s"; rc=1; }
     done
     return "$rc"
@@ -164,9 +164,9 @@ write_summary() {
         grep -E 'tests passed|tests failed|^\s*[0-9]+/[0-9]+ Test .*(Failed|Timeout|Not Run)' \
             "$OUT/ctest.log" 2>/dev/null | sed 's/^/  /'
         echo
-        echo "jitgemm run (one JSON object per shape):"
-        grep -E '^\{' "$OUT/run.log" 2>/dev/null | sed 's/^/  /'
-        grep -E '^FAILED' "$OUT/run.log" 2>/dev/null | sed 's/^/  /'
+        echo "jitgemm run:"
+        grep -E '^(run:|first call|check:|PASS|FAIL|time:|jitgemm: error)' "$OUT/run.log" \
+            2>/dev/null | sed 's/^/  /'
         echo
         echo "benchmarks:"
         sed 's/^/  /' "$OUT/bench.jsonl" 2>/dev/null
