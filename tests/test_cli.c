@@ -4,6 +4,7 @@
  * a pointer to --help; bad input files and failed work exit 1 with a message that says where.
  */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -269,6 +270,20 @@ Test(cli, run_on_a_gpu_passes_its_check, .timeout = 300) {
         cr_expect(strstr(r.out, "TFLOP/s") != NULL, "%s: %s", ops[i], r.out);
         cli_free(&r);
     }
+    /* The --json report: one object on stdout, the check's figures in it. */
+    cli_result_t r = CLI(g_dir, NULL, "run", "--op", "linear", "--n", "256", "--k", "128",
+                         "--tokens", "1345", "--iters", "3", "--seed", "0x1234", "--json");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    json_t *o = json_loads(r.out, 0, NULL);
+    cr_assert_not_null(o, "stdout is not one JSON object: %s", r.out);
+    cr_expect(json_is_true(json_object_get(o, "pass")));
+    cr_expect_str_eq(json_string_value(json_object_get(o, "seed")), "0x0000000000001234");
+    json_t *check = json_object_get(o, "check");
+    cr_expect_eq(json_integer_value(json_object_get(check, "mismatches")), 0);
+    cr_expect(json_is_true(json_object_get(check, "guard_ok")));
+    cr_expect_gt(json_number_value(json_object_get(o, "median_us")), 0.0);
+    json_decref(o);
+    cli_free(&r);
 }
 
 Test(cli, pipeline_errors_exit_1_with_the_library_message) {

@@ -13,6 +13,7 @@
  * the reference), not with the possibly cancelled result.
  */
 #include <inttypes.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@
 const char jit__cli_run_help[] =
     "Usage: jitgemm run --op OP --n N --k K --tokens T [--a A] [--b B] [--scales S]\n"
     "                   [--out-dtype D] [--iters I] [--seed S] [--arch A] [--sm-count N]\n"
-    "                   [--cache-dir D]\n"
+    "                   [--cache-dir D] [--json]\n"
     "\n"
     "Run one GEMM on the GPU: random inputs (a fresh seed unless --seed), poisoned output, one\n"
     "call checked against the host FP64 reference, then I timed calls (CUDA events).\n"
@@ -42,8 +43,13 @@ const char jit__cli_run_help[] =
     "  --a A --b B --scales S --out-dtype D\n"
     "  --iters I       timed iterations (default 20)\n"
     "  --seed S        random seed (decimal or 0x hex), to repeat a run\n"
-    "  --arch A        must match the GPU if given; --sm-count N plans for N SMs\n"
+    "  --arch A        plan for A instead of the GPU's own arch (the kernel must run here)\n"
+    "  --sm-count N    plan for N SMs instead of the GPU's count\n"
     "  --cache-dir D   cache directory (default $JITGEMM_CACHE_DIR, ...)\n"
+    "  --json          the text goes to stderr; stdout gets one JSON object: the problem,\n"
+    "                  arch, device, seed, first_call_s, check {rows_checked, values,\n"
+    "                  max_abs_err, worst_err_over_tol, mismatches, guard_ok}, pass, and\n"
+    "                  (when it passed) iters, median_us, tflops, gbps\n"
     "\n"
     "Exit status: 0 PASS, 1 FAIL, no GPU or the call failed, 2 bad command line.\n";
 
@@ -213,8 +219,15 @@ static int alloc_copy(const jit__driver_t *drv, CUdeviceptr *dst, const void *sr
     return rc;
 }
 
+/* A number for the --json report; JSON has no infinity or NaN, so those become null. */
+static json_t *num(double v) {
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* Runs, checks and times; human-readable lines go to `txt`, figures into `report`. */
 static int run_checked(const jit__driver_t *drv, jit_context_t *ctx, const jit_problem_t *p,
-                       const jit__gemm_spec_t *spec, uint64_t seed, int iters) {
+                       const jit__gemm_spec_t *spec, uint64_t seed, int iters, FILE *txt,
+                       json_t *report) {
     const int64_t m = p->m, n = p->n, k = p->k, nout = jit__spec_out_cols(spec);
     const int has_res = p->epilogue == JIT_EPILOGUE_LINEAR_ADD;
     const size_t d_bytes = (size_t)(m * nout) * 2;
@@ -273,12 +286,23 @@ static int run_checked(const jit__driver_t *drv, jit_context_t *ctx, const jit_p
     if ((rc = check(p, spec, &h, &cr)))
         goto done;
     int pass = cr.mismatches == 0 && cr.guard_bad == 0;
-    printf("first call %.3f s (includes compile or cache load)\n", first);
-    printf("check: %" PRId64 " of %" PRId64 " rows, %" PRId64 " values: max |err| %.3g, "
-           "worst err/tol %.3g, mismatches %" PRId64 "%s\n",
-           cr.rows, m, cr.values, cr.max_abs, cr.max_ratio, cr.mismatches,
-           cr.guard_bad ? ", WRITES PAST THE OUTPUT" : "");
-    printf("%s\n", pass ? "PASS" : "FAIL");
+    json_t *jc = json_object();
+    json_object_set_new(jc, "rows_checked", json_integer(cr.rows));
+    json_object_set_new(jc, "values", json_integer(cr.values));
+    json_object_set_new(jc, "max_abs_err", num(cr.max_abs));
+    json_object_set_new(jc, "worst_err_over_tol", num(cr.max_ratio));
+    json_object_set_new(jc, "mismatches", json_integer(cr.mismatches));
+    json_object_set_new(jc, "guard_ok", json_boolean(cr.guard_bad == 0));
+    json_object_set_new(report, "first_call_s", json_real(first));
+    json_object_set_new(report, "check", jc);
+    json_object_set_new(report, "pass", json_boolean(pass));
+    fprintf(txt, "first call %.3f s (includes compile or cache load)\n", first);
+    fprintf(txt,
+            "check: %" PRId64 " of %" PRId64 " rows, %" PRId64 " values: max |err| %.3g, "
+            "worst err/tol %.3g, mismatches %" PRId64 "%s\n",
+            cr.rows, m, cr.values, cr.max_abs, cr.max_ratio, cr.mismatches,
+            cr.guard_bad ? ", WRITES PAST THE OUTPUT" : "");
+    fprintf(txt, "%s\n", pass ? "PASS" : "FAIL");
     if (!pass) {
         jit__cli_error("check failed (seed 0x%016" PRIx64 ")", seed);
         rc = JIT_CLI_FAILED;
@@ -291,8 +315,12 @@ static int run_checked(const jit__driver_t *drv, jit_context_t *ctx, const jit_p
     double flops = 2.0 * (double)m * (double)n * (double)k;
     double bytes = (double)(m * k + n * k) + 4.0 * (double)(m + n) + (double)d_bytes +
                    (has_res ? 2.0 * (double)(m * n) : 0.0);
-    printf("time: median %.2f us over %d iterations, %.2f TFLOP/s, %.1f GB/s\n", t * 1e6, iters,
-           flops / t * 1e-12, bytes / t * 1e-9);
+    fprintf(txt, "time: median %.2f us over %d iterations, %.2f TFLOP/s, %.1f GB/s\n", t * 1e6,
+            iters, flops / t * 1e-12, bytes / t * 1e-9);
+    json_object_set_new(report, "iters", json_integer(iters));
+    json_object_set_new(report, "median_us", num(t * 1e6));
+    json_object_set_new(report, "tflops", num(flops / t * 1e-12));
+    json_object_set_new(report, "gbps", num(bytes / t * 1e-9));
 
 done:;
     CUdeviceptr bufs[] = {dv.a, dv.b, dv.sa, dv.sb, dv.res, dv.d};
@@ -313,6 +341,7 @@ int jit__cli_run(int argc, char **argv) {
     jit__cli_problem_args_t pa = {0};
     const char *arch = NULL, *sm_text = NULL, *cache_dir = NULL, *iters_text = NULL;
     const char *seed_text = NULL;
+    int json = 0;
     const jit__cli_opt_t opts[] = {
         {"op", "OP", &pa.op, NULL},
         {"n", "N", &pa.n, NULL},
@@ -327,6 +356,7 @@ int jit__cli_run(int argc, char **argv) {
         {"arch", "A", &arch, NULL},
         {"sm-count", "N", &sm_text, NULL},
         {"cache-dir", "D", &cache_dir, NULL},
+        {"json", NULL, NULL, &json},
     };
     size_t n_pos = 0;
     int rc =
@@ -391,14 +421,41 @@ int jit__cli_run(int argc, char **argv) {
 
     char name[128] = "?";
     drv->cuDeviceGetName(name, sizeof(name), dev);
-    printf("run: %s M=%" PRId64 " N=%" PRId64 " K=%" PRId64 ", %s x %s, %s scales -> %s\n",
-           jit_epilogue_name(p.epilogue), p.m, p.n, p.k, jit_dtype_name(p.a_dtype),
-           jit_dtype_name(p.b_dtype), jit_scale_mode_name(p.scale_mode),
-           jit_dtype_name(p.out_dtype));
-    printf("device: %s, %s with %d SMs; seed 0x%016" PRIx64 "\n", name, jit_context_arch(ctx),
-           jit_context_sm_count(ctx), seed);
-    fflush(stdout);
-    rc = run_checked(drv, ctx, &p, &spec, seed, (int)iters);
+    /* With --json, stdout holds only the report line, so scripts can collect one per run. */
+    FILE *txt = json ? stderr : stdout;
+    fprintf(txt, "run: %s M=%" PRId64 " N=%" PRId64 " K=%" PRId64 ", %s x %s, %s scales -> %s\n",
+            jit_epilogue_name(p.epilogue), p.m, p.n, p.k, jit_dtype_name(p.a_dtype),
+            jit_dtype_name(p.b_dtype), jit_scale_mode_name(p.scale_mode),
+            jit_dtype_name(p.out_dtype));
+    fprintf(txt, "device: %s, %s with %d SMs; seed 0x%016" PRIx64 "\n", name, jit_context_arch(ctx),
+            jit_context_sm_count(ctx), seed);
+    fflush(txt);
+    char seed_hex[24];
+    snprintf(seed_hex, sizeof(seed_hex), "0x%016" PRIx64, seed);
+    json_t *report = json_object();
+    json_object_set_new(report, "op", json_string(jit_epilogue_name(p.epilogue)));
+    json_object_set_new(report, "n", json_integer(p.n));
+    json_object_set_new(report, "k", json_integer(p.k));
+    json_object_set_new(report, "tokens", json_integer(p.m));
+    json_object_set_new(report, "a", json_string(jit_dtype_name(p.a_dtype)));
+    json_object_set_new(report, "b", json_string(jit_dtype_name(p.b_dtype)));
+    json_object_set_new(report, "scales", json_string(jit_scale_mode_name(p.scale_mode)));
+    json_object_set_new(report, "out", json_string(jit_dtype_name(p.out_dtype)));
+    json_object_set_new(report, "arch", json_string(jit_context_arch(ctx)));
+    json_object_set_new(report, "sm_count", json_integer(jit_context_sm_count(ctx)));
+    json_object_set_new(report, "device", json_string(name));
+    json_object_set_new(report, "seed", json_string(seed_hex));
+    rc = run_checked(drv, ctx, &p, &spec, seed, (int)iters, txt, report);
+    if (json) {
+        if (!json_object_get(report, "pass"))
+            json_object_set_new(report, "pass", json_false());
+        char *line =
+            json_dumps(report, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+        if (line)
+            puts(line);
+        free(line);
+    }
+    json_decref(report);
     jit_context_destroy(ctx);
     return rc;
 }
