@@ -582,6 +582,7 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
                           (uint32_t)tc->b.rows * tc->b.gmem_row_bytes + tc->sfa_stage_bytes +
                           tc->sfb_stage_bytes;
     tc->sf_tma_type = JIT_TC_TMA_UINT16;
+    tc->utccp_interleaved = breuse;
     tc->tma_warps = 1;
     tc->circular_desc = 0;
     tc->mid_tile_release = 0;
@@ -773,6 +774,7 @@ int jit__plan_tc_to_json(const jit__plan_t *plan, void *json_obj) {
     rc |= json_object_set_new(o, "instrs_per_tile_k", json_integer(tc->instrs_per_tile_k));
     rc |= json_object_set_new(o, "cta_group", json_integer(tc->cta_group));
     rc |= json_object_set_new(o, "breuse", json_boolean(tc->breuse));
+    rc |= json_object_set_new(o, "utccp_interleaved", json_boolean(tc->utccp_interleaved));
     rc |= json_object_set_new(o, "cta_rows",
                               json_pack("{sisi}", "a", tc->cta_rows_a, "b", tc->cta_rows_b));
 

@@ -177,6 +177,9 @@ typedef struct jit__tc_plan {
     jit__tc_grid_t grid;
     const char *ptx_version_min;    /* the .block16/.block32 spellings need PTX ISA 8.8 */
     jit__tc_tma_type_t sf_tma_type; /* UINT16: a 512-byte chunk is 256 elements, one box row */
+    /* B-reuse: per K block, tcgen05.cp keep-SFA, SFB, reuse-SFA, then the keep and reuse MMAs
+     * (instead of every copy of the tile up front), so the first MMA waits on 3 copies. */
+    int utccp_interleaved;
 } jit__tc_plan_t;
 
 /* A forced variant, for the compile matrix and tests: 0 in a field means the planner's choice.

@@ -180,7 +180,7 @@ static jit_status_t check_scales(const jit__arch_profile_t *arch, const jit__tc_
     if (p->sf_vec != 16 && p->sf_vec != 32)
         return jit__fail(d, JIT_UNSUPPORTED, "scale vector %d: tcgen05 takes 16 or 32", p->sf_vec);
     if (p->sf == JIT_TC_SF_UE5M3 && !arch->has_ue5m3)
-        return jit__fail(d, JIT_UNSUPPORTED, "ue5m3 scales need sm_107a; %s has no UE5M3",
+        return jit__fail(d, JIT_UNSUPPORTED_ARCH, "ue5m3 scales need sm_107a; %s has no UE5M3",
                          arch->name);
     if (p->kind == JIT_TC_KIND_MXF8F6F4 || p->kind == JIT_TC_KIND_MXF4) {
         if (p->sf != JIT_TC_SF_UE8M0 || p->sf_vec != 32)

@@ -414,6 +414,7 @@ Test(tc_plan, breuse_on_sm107a_large_band) {
     jit__plan_t p;
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_107a", 4, 0, 0, 0, &p);
     cr_expect_eq(p.tc.breuse, 1);
+    cr_expect_eq(p.tc.utccp_interleaved, 1);
     cr_expect_eq(p.tile_m, 512);
     cr_expect_eq(p.tc.instr_m, 256);
     cr_expect_eq(p.tc.cta_group, 2);

@@ -158,7 +158,7 @@ Test(tc_idesc, scale_format_rules) {
     /* UE5M3 is an sm_107a format. */
     cr_expect_eq(
         encode_err("sm_100a", params(NV, E2M1, E2M1, UE5, 16, 128, 128, 64, 1), msg, sizeof(msg)),
-        JIT_UNSUPPORTED);
+        JIT_UNSUPPORTED_ARCH);
     cr_expect(strstr(msg, "ue5m3") != NULL, "%s", msg);
     /* mxf8f6f4 and mxf4 take UE8M0 per 32 only. */
     encode_err("sm_107a", params(F8, E4M3, E4M3, UE4, 16, 128, 128, 64, 1), NULL, 0);
