@@ -26,6 +26,11 @@
 #include <string.h>
 
 #define OPERAND_LIMIT (256u * 1024u)
+
+/* The barriers of the deepest pipeline (full/empty per stage, two accumulator pairs, two for
+ * the work-ID broadcast) fit the reserved block beside the TMEM base slot. */
+_Static_assert(8 * (2 * JIT_TC_MAX_STAGES + 2 * 2 + 2) <= JIT_TC_SMEM_RESERVED - 16,
+               "barriers overflow the reserved SMEM block");
 #define SF_CHUNK_BYTES 512u
 
 static uint32_t align_up(uint32_t v, uint32_t a) {
@@ -361,9 +366,10 @@ static void layout_smem(jit__tc_plan_t *tc, int stages, int acc_stages) {
     m->stages = stages;
     m->n_buffers = JIT_TC_BUF_COUNT;
     m->n_barriers = 2 * stages + 2 * acc_stages + 2;
-    set_buffer(&b[JIT_TC_BUF_BARRIERS], "barriers", &off, 8u * (uint32_t)m->n_barriers, 1, 8, 0);
+    /* The reserved KiB: the mbarriers first, the rest of the block free for small metadata (a
+     * work-ID ring), and the TMEM base slot in its last 16 bytes. */
+    set_buffer(&b[JIT_TC_BUF_BARRIERS], "barriers", &off, JIT_TC_SMEM_RESERVED - 16u, 1, 8, 0);
     set_buffer(&b[JIT_TC_BUF_TMEM_PTR], "tmem_ptr", &off, 16, 1, 16, 0);
-    off = JIT_TC_SMEM_RESERVED;
     set_buffer(&b[JIT_TC_BUF_A], "a", &off, tc->a.stage_bytes, stages, tc->a.align, 1);
     set_buffer(&b[JIT_TC_BUF_B], "b", &off, tc->b.stage_bytes, stages, tc->b.align, 1);
     set_buffer(&b[JIT_TC_BUF_SFA], "sfa", &off, tc->sfa_stage_bytes, stages, 128, 1);

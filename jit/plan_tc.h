@@ -103,8 +103,10 @@ typedef struct jit__tc_smem_plan {
     uint32_t operand_end; /* end of the last MMA/UTCCP operand byte */
     int n_buffers;
     jit__tc_smem_buffer_t buffers[JIT_TC_MAX_BUFFERS]; /* indexed by JIT_TC_BUF_* */
-    /* barrier slots (8 bytes each) inside the "barriers" buffer, in this order: full[stages],
-     * empty[stages], acc_full[acc_stages], acc_empty[acc_stages], then one work-id slot */
+    /* mbarriers (8 bytes each) at the start of the "barriers" buffer, in this order:
+     * full[stages], empty[stages], acc_full[acc_stages], acc_empty[acc_stages], then two for
+     * the work-ID broadcast. The buffer spans the reserved KiB up to "tmem_ptr"; what the
+     * barriers leave is free for small metadata (a work-ID ring). */
     int n_barriers;
 } jit__tc_smem_plan_t;
 
