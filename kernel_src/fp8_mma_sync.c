@@ -14,12 +14,12 @@
  *   The permutation is a function of the offset inside a tile and tiles start on 128-byte
  *   multiples, so it is correct at any base; the 1024-byte alignment only keeps it conflict-free.
  * - Accumulation is plain FP32 through the MMA's C operand, in K order per m16n8 tile. On
- *   sm_90a, mma.sync with E4M3 appears to be lowered to FP16 tensor-core MMAs (ptxas needs
- *   about 1.4x the registers sm_100a and sm_120a need for the same source) [inferred], which keep
- *   FP32 accumulation; the reduced-precision FP8 accumulation reported for Hopper concerns
- *   wgmma (shared/ref/hopper-fp8-facts.md section 4.3). Promoting partials once per K tile was
- *   tried and costs 64 more registers at warp tile 64x32, which spills on sm_90a; the GPU
- *   tests' tolerance decides whether a later route needs it.
+ *   sm_90a, mma.sync with E4M3 appears to be lowered to FP16 tensor-core MMAs (with the k32
+ *   loop unrolled ptxas needed 190 registers there against 138 on sm_100a) [inferred], which
+ *   keep FP32 accumulation; the reduced-precision FP8 accumulation reported for Hopper
+ *   concerns wgmma (shared/ref/hopper-fp8-facts.md section 4.3). Promoting partials once per
+ *   K tile was tried and costs 64 more registers at warp tile 64x32, which spills on sm_90a;
+ *   the GPU tests report the worst error relative to sum |a*b| on every run.
  * - Ragged tails never need predicates in the main loop: rows past M or N and 16-byte chunks
  *   past K are zero-filled by cp.async's src-size operand; the epilogue stores only in-range
  *   elements.
