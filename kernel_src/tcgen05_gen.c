@@ -1,0 +1,460 @@
+/*
+ * jit__gen_tcgen05: the persistent, warp-specialized block-scaled GEMM for tcgen05 targets
+ * (sm_100a, sm_103a, sm_107a), as one self-contained CUDA C translation unit.
+ *
+ * Layout of the generated source: a header comment (key text and plan), types, the plan as
+ * named constexpr constants, the parameter block (checked against kernel_src/tc_launch.h with
+ * static_asserts), the inline-PTX wrappers (tcgen05_ptx.c), the role functions
+ * (tcgen05_roles.c) and the kernel entry, which sets up barriers and TMEM, dispatches warps to
+ * roles and tears down. The generator reads numbers from the plan; the few structural choices
+ * it makes (multicast code, overlapping accumulators, B-reuse MMAs, the epilogue kind) follow
+ * plan fields, never the arch name.
+ *
+ * Nothing generated here has run: no Blackwell or Rubin GPU was available. It is compiled by
+ * ptxas (through nvJitLink) for every target in the compile matrix and checked statically.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generate.h"
+#include "tc_launch.h"
+#include "tcgen05_gen.h"
+
+static int is_pow2(int v) {
+    return v > 0 && (v & (v - 1)) == 0;
+}
+
+/* Readers of the work ring per CTA: the producer warp, the MMA warp, four epilogue warps. */
+#define WORK_READERS 6
+
+jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__key_t *key,
+                           jit__sb_t *sb, jit__diag_t *d) {
+    memset(g, 0, sizeof(*g));
+    g->plan = plan;
+    g->tc = &plan->tc;
+    g->key = key;
+    g->sb = sb;
+    const jit__tc_plan_t *tc = &plan->tc;
+    if (plan->route != JIT_ROUTE_TCGEN05 || !tc->valid)
+        return jit__fail(d, JIT_INTERNAL, "tcgen05 generator called for a plan of another route");
+
+    g->native = !(key && key->fallback);
+    g->tmem_exclusive = tc->tmem.allocated_columns > 512 || !is_pow2(tc->tmem.allocated_columns);
+    if (!g->native && g->tmem_exclusive)
+        return jit__fail(
+            d, JIT_TOOLCHAIN_NOT_FOUND,
+            "this %s plan allocates %d TMEM columns, which needs "
+            "tcgen05.alloc.exclusive (PTX ISA 9.4, NVRTC 13.4 or later); the %s "
+            "fallback build cannot express it. Install a newer NVRTC (scripts/setup.sh) "
+            "for a native %s cubin",
+            plan->arch->name, tc->tmem.allocated_columns, key ? key->target : "fallback",
+            plan->arch->name);
+    g->collector_b = tc->breuse && g->native;
+
+    /* warps */
+    g->n_warps = plan->threads / 32;
+    if (plan->threads % 32 || tc->epilogue_warps != 4 || tc->first_epilogue_warp % 4 != 0)
+        return jit__fail(d, JIT_INTERNAL,
+                         "tcgen05 plan needs four epilogue warps starting at a multiple of 4");
+    int seen = 0;
+    const int roles[3] = {tc->mma_warp, tc->tma_warp, tc->first_epilogue_warp};
+    for (int i = 0; i < 3; i++)
+        if (roles[i] < 0 || roles[i] >= g->n_warps)
+            return jit__fail(d, JIT_INTERNAL, "warp role %d outside %d warps", roles[i],
+                             g->n_warps);
+    for (int w = 0; w < 4; w++)
+        seen |= 1 << (tc->first_epilogue_warp + w);
+    if ((seen >> tc->mma_warp) & 1 || (seen >> tc->tma_warp) & 1 || tc->mma_warp == tc->tma_warp ||
+        g->n_warps != 6)
+        return jit__fail(d, JIT_INTERNAL,
+                         "tcgen05 warp roles must be 4 epilogue warps, one MMA and one TMA warp");
+    g->scheduler_warp = tc->tma_warp;
+
+    /* clusters */
+    int cg = tc->cta_group;
+    if (cg != 1 && cg != 2)
+        return jit__fail(d, JIT_INTERNAL, "cta_group %d", cg);
+    if (plan->cluster_m < cg || plan->cluster_m % cg || plan->cluster_n < 1 ||
+        plan->cluster_m * plan->cluster_n > 16)
+        return jit__fail(d, JIT_INTERNAL, "cluster %dx%d does not hold whole CTA pairs",
+                         plan->cluster_m, plan->cluster_n);
+    g->has_fallback = plan->fallback_cluster_m > 0;
+    g->split = 1;
+    if (g->has_fallback) {
+        int fm = plan->fallback_cluster_m, fn = plan->fallback_cluster_n;
+        /* Work IDs are preferred-cluster tiles; fallback clusters split them along M. */
+        if (fn != plan->cluster_n || fm % cg || plan->cluster_m % fm)
+            return jit__fail(d, JIT_INTERNAL,
+                             "fallback cluster %dx%d must split the preferred %dx%d along M in "
+                             "whole CTA pairs",
+                             fm, fn, plan->cluster_m, plan->cluster_n);
+        g->split = plan->cluster_m / fm;
+        if (!is_pow2(g->split) || g->split > 16)
+            return jit__fail(d, JIT_INTERNAL, "split factor %d", g->split);
+    }
+
+    /* operands */
+    g->halves = tc->breuse ? 2 : 1;
+    if (tc->a.rows != 128 * g->halves || tc->b.rows != plan->tile_n / cg ||
+        tc->a.boxes_per_stage < 1 || tc->b.boxes_per_stage < 1 ||
+        tc->instrs_per_tile_k * tc->instr_k != plan->tile_k)
+        return jit__fail(d, JIT_INTERNAL, "tcgen05 operand rows or K split inconsistent");
+    for (int f = 0; f <= g->has_fallback; f++) {
+        int ra = jit__tc_slice_rows(plan, JIT_TC_MAP_A, f);
+        int rb = jit__tc_slice_rows(plan, JIT_TC_MAP_B, f);
+        if (ra <= 0 || rb <= 0 || ra % 8 || rb % 8)
+            return jit__fail(d, JIT_INTERNAL,
+                             "multicast slices of %d (A) and %d (B) rows are not whole 8-row "
+                             "swizzle atoms",
+                             ra, rb);
+    }
+    g->a_kcoord_tile = jit__tc_tma_k_per_tile(plan, &tc->a);
+    g->b_kcoord_tile = jit__tc_tma_k_per_tile(plan, &tc->b);
+    g->a_kcoord_box = (int)tc->a.box_inner_bytes;
+    g->b_kcoord_box = (int)tc->b.box_inner_bytes;
+    g->a_desc_hi = jit__tc_smem_desc(0, tc->a.lbo, tc->a.sbo, tc->a.swizzle, 0);
+    g->b_desc_hi = jit__tc_smem_desc(0, tc->b.lbo, tc->b.sbo, tc->b.swizzle, 0);
+    /* A 512-byte scale chunk: 32 lines of 16 bytes, no swizzle, 8 lines (128 B) apart. */
+    g->sf_desc_hi = jit__tc_smem_desc(0, 128, 128, JIT_TC_SWIZZLE_NONE, 0);
+
+    /* epilogue */
+    jit__tc_c_layout_t cl;
+    jit_status_t st = jit__tc_c_layout(plan, &cl, d);
+    if (st != JIT_OK)
+        return st;
+    g->out_bytes = cl.out_bytes;
+    g->epi_acc_cols = tc->smem.epi_tile_n;
+    g->epi_out_cols = cl.out_cols;
+    g->out_cols =
+        plan->spec.epilogue == JIT_EPILOGUE_LINEAR_SWIGLU ? plan->tile_n / 2 : plan->tile_n;
+    if (g->epi_acc_cols % JIT_TCG_LD_COLUMNS || plan->tile_n % g->epi_acc_cols)
+        return jit__fail(d, JIT_INTERNAL, "epilogue sub-tile %d does not divide tile N %d",
+                         g->epi_acc_cols, plan->tile_n);
+    g->epi_subtiles = plan->tile_n / g->epi_acc_cols;
+    g->c_slab = 32u * cl.row_bytes;
+    g->c_swizzle = cl.box_bytes;
+    const jit__tc_smem_buffer_t *cb = &tc->smem.buffers[JIT_TC_BUF_C];
+    if (cb->count != tc->smem.c_stages || cb->stage_bytes != 128u * cl.row_bytes ||
+        cb->offset % 1024u)
+        return jit__fail(d, JIT_INTERNAL, "C staging buffer is not %d stages of 128 x %u bytes",
+                         tc->smem.c_stages, cl.row_bytes);
+    if (tc->tmem.overlap) {
+        if (tc->tmem.acc_stages != 2 || g->halves != 1 || tc->tmem.early_release_subtile < 0)
+            return jit__fail(d, JIT_INTERNAL, "overlapping accumulators need 2 stages, 1 M-half");
+        g->release_after = tc->tmem.early_release_subtile + 1;
+        if (g->release_after > g->epi_subtiles ||
+            g->release_after * g->epi_acc_cols < tc->tmem.overlap_columns)
+            return jit__fail(d, JIT_INTERNAL,
+                             "early release after %d sub-tiles misses the %d "
+                             "shared columns",
+                             g->release_after, tc->tmem.overlap_columns);
+    }
+
+    /* Barrier block: the plan's barriers (full, empty, acc_full, acc_empty) where it put them,
+     * then the work ring in the free rest of the plan's barrier buffer. */
+    const jit__tc_smem_buffer_t *bb = &tc->smem.buffers[JIT_TC_BUF_BARRIERS];
+    uint32_t s = (uint32_t)tc->smem.stages, as = (uint32_t)tc->tmem.acc_stages;
+    g->bar_full = bb->offset;
+    g->bar_empty = g->bar_full + 8 * s;
+    g->bar_acc_full = g->bar_empty + 8 * s;
+    g->bar_acc_empty = g->bar_acc_full + 8 * as;
+    uint32_t ring = bb->offset + 8u * (uint32_t)tc->smem.n_barriers;
+    if (g->bar_acc_empty + 8 * as > ring)
+        return jit__fail(d, JIT_INTERNAL, "plan counts %d barriers, fewer than it lays out",
+                         tc->smem.n_barriers);
+    g->bar_work_full = ring;
+    g->bar_work_empty = ring + 8 * JIT_TCG_WORK_SLOTS;
+    g->work_ids = ring + 16 * JIT_TCG_WORK_SLOTS;
+    g->bar_bytes = g->work_ids + 8 * JIT_TCG_WORK_SLOTS;
+    if (g->bar_bytes > bb->offset + bb->size)
+        return jit__fail(
+            d, JIT_INTERNAL,
+            "the work ring (%u bytes from %u) does not fit in the %u-byte barrier block",
+            24u * JIT_TCG_WORK_SLOTS, ring, bb->size);
+    return JIT_OK;
+}
+
+/* ---- emission ---------------------------------------------------------------------------- */
+
+static void emit_header(const jit__tcg_t *g) {
+    const jit__plan_t *p = g->plan;
+    const jit__tc_plan_t *tc = g->tc;
+    jit__sb_t *sb = g->sb;
+    jit__sb_printf(sb, "/*\n * jitgemm tcgen05 block-scaled GEMM (generator version %d)\n",
+                   JIT_GENERATOR_VERSION);
+    if (g->key) {
+        jit__sb_printf(sb, " * key:  %s\n", g->key->text);
+        jit__sb_printf(sb, " * hash: %s\n", g->key->hash);
+    }
+    jit__sb_printf(
+        sb,
+        " * arch %s, target %s%s\n"
+        " * format %s: A %s, B %s, scales %s, out %s, epilogue %s\n"
+        " * N %lld, K %lld (M is a run-time argument)\n"
+        " * MMA kind::%s.block_scale%s, instr %dx%dx%d, cta_group::%d, idesc 0x%08X%s\n"
+        " * tile %dx%dx%d, %d stages, %u bytes SMEM, TMEM %d of %d columns (alloc %d)%s\n"
+        " * cluster %dx%d",
+        p->arch->name, g->key ? g->key->target : p->arch->native_target,
+        g->native ? "" : " (fallback: no .collector::b hints)",
+        jit__tc_format_name(p->spec.a, p->spec.b, p->spec.scales), jit_dtype_name(p->spec.a),
+        jit_dtype_name(p->spec.b), jit_scale_mode_name(p->spec.scales), jit_dtype_name(p->spec.out),
+        jit_epilogue_name(p->spec.epilogue), (long long)p->spec.n, (long long)p->spec.k,
+        jit__tc_kind_name(tc->kind), tc->kind_suffix, tc->instr_m, tc->instr_n, tc->instr_k,
+        tc->cta_group, tc->idesc, tc->breuse ? ", B-reuse" : "", p->tile_m, p->tile_n, p->tile_k,
+        tc->smem.stages, tc->smem.bytes, tc->tmem.used_columns, tc->tmem.capacity,
+        tc->tmem.allocated_columns, tc->tmem.overlap ? ", overlapping accumulator stages" : "",
+        p->cluster_m, p->cluster_n);
+    if (g->has_fallback)
+        jit__sb_printf(sb, ", fallback %dx%d (groups of %d)", p->fallback_cluster_m,
+                       p->fallback_cluster_n, g->split);
+    jit__sb_append(
+        sb, "\n *\n"
+            " * Warps: 0-3 epilogue (TMEM lanes 32q..32q+31), MMA, TMA producer (which also\n"
+            " * runs the scheduler in cluster rank 0). Never executed where it was written:\n"
+            " * no Blackwell or Rubin GPU was available; it is compiled and checked statically.\n"
+            " */\n\n");
+}
+
+static void emit_types(const jit__tcg_t *g) {
+    jit__sb_append(g->sb, "typedef unsigned short u16;\n"
+                          "typedef unsigned int u32;\n"
+                          "typedef unsigned long long u64;\n\n");
+}
+
+static void constant(jit__sb_t *sb, const char *name, unsigned long long v, const char *why) {
+    if (why)
+        jit__sb_printf(sb, "constexpr u32 %s = %llu; /* %s */\n", name, v, why);
+    else
+        jit__sb_printf(sb, "constexpr u32 %s = %llu;\n", name, v);
+}
+
+static void emit_constants(const jit__tcg_t *g) {
+    const jit__plan_t *p = g->plan;
+    const jit__tc_plan_t *tc = g->tc;
+    const jit__tc_smem_buffer_t *b = tc->smem.buffers;
+    jit__sb_t *sb = g->sb;
+    int cluster_tile_m = p->cluster_m * 128 * g->halves;
+    int64_t cluster_tile_n = (int64_t)p->cluster_n * p->tile_n;
+    jit__tc_c_layout_t cl;
+    jit__tc_c_layout(p, &cl, NULL);
+
+    jit__sb_append(sb, "/* ---- the plan "
+                       "------------------------------------------------------------------ */\n\n");
+    jit__sb_append(sb, "/* shape and pipeline */\n");
+    constant(sb, "NUM_THREADS", (unsigned)p->threads, NULL);
+    constant(sb, "EPI_WARP0", (unsigned)tc->first_epilogue_warp, NULL);
+    constant(sb, "EPI_WARPS", 4, NULL);
+    constant(sb, "MMA_WARP", (unsigned)tc->mma_warp, NULL);
+    constant(sb, "TMA_WARP", (unsigned)tc->tma_warp, "also the scheduler in cluster rank 0");
+    constant(sb, "CTA_GROUP", (unsigned)tc->cta_group, NULL);
+    constant(sb, "HALVES", (unsigned)g->halves, "M-halves per CTA (2 with B-reuse)");
+    constant(sb, "TILE_N", (unsigned)p->tile_n, "B rows of one MMA tile");
+    constant(sb, "B_ROWS", (unsigned)tc->b.rows, "B rows per CTA");
+    constant(sb, "STAGES", (unsigned)tc->smem.stages, NULL);
+    constant(sb, "ACC_STAGES", (unsigned)tc->tmem.acc_stages, NULL);
+    constant(sb, "K_TILES", (unsigned long long)((p->spec.k + p->tile_k - 1) / p->tile_k),
+             "ceil(K / tile K)");
+    constant(sb, "N_TOTAL", (unsigned long long)p->spec.n, NULL);
+    constant(sb, "N_TILES_N",
+             (unsigned long long)((p->spec.n + cluster_tile_n - 1) / cluster_tile_n),
+             "work tiles along N");
+    constant(sb, "PREF_M", (unsigned)p->cluster_m, "preferred cluster, CTAs");
+    constant(sb, "PREF_N", (unsigned)p->cluster_n, NULL);
+    constant(sb, "FB_M", (unsigned)p->fallback_cluster_m, "fallback cluster (0: none)");
+    constant(sb, "FB_N", (unsigned)p->fallback_cluster_n, NULL);
+    constant(sb, "SPLIT", (unsigned)g->split, "fallback clusters per work ID");
+    constant(sb, "CLUSTER_TILE_M", (unsigned)cluster_tile_m, "rows of one work ID");
+    constant(sb, "WORK_SLOTS", JIT_TCG_WORK_SLOTS, NULL);
+    constant(sb, "WORK_READERS", WORK_READERS, "per CTA: producer, MMA, 4 epilogue warps");
+
+    jit__sb_append(sb, "\n/* shared memory (bytes from the 1024-aligned base) */\n");
+    constant(sb, "OFF_FULL", g->bar_full, NULL);
+    constant(sb, "OFF_EMPTY", g->bar_empty, NULL);
+    constant(sb, "OFF_ACC_FULL", g->bar_acc_full, NULL);
+    constant(sb, "OFF_ACC_EMPTY", g->bar_acc_empty, NULL);
+    constant(sb, "OFF_TMEM_PTR", b[JIT_TC_BUF_TMEM_PTR].offset, NULL);
+    constant(sb, "OFF_WORK_FULL", g->bar_work_full, NULL);
+    constant(sb, "OFF_WORK_EMPTY", g->bar_work_empty, NULL);
+    constant(sb, "OFF_WORK_IDS", g->work_ids, NULL);
+    constant(sb, "OFF_A", b[JIT_TC_BUF_A].offset, NULL);
+    constant(sb, "A_STAGE", b[JIT_TC_BUF_A].stage_bytes, NULL);
+    constant(sb, "OFF_B", b[JIT_TC_BUF_B].offset, NULL);
+    constant(sb, "B_STAGE", b[JIT_TC_BUF_B].stage_bytes, NULL);
+    constant(sb, "OFF_SFA", b[JIT_TC_BUF_SFA].offset, NULL);
+    constant(sb, "SFA_STAGE", b[JIT_TC_BUF_SFA].stage_bytes, NULL);
+    constant(sb, "OFF_SFB", b[JIT_TC_BUF_SFB].offset, NULL);
+    constant(sb, "SFB_STAGE", b[JIT_TC_BUF_SFB].stage_bytes, NULL);
+    constant(sb, "OFF_C", b[JIT_TC_BUF_C].offset, NULL);
+    constant(sb, "C_STAGE", b[JIT_TC_BUF_C].stage_bytes, NULL);
+    constant(sb, "C_STAGES", (unsigned)tc->smem.c_stages, NULL);
+    constant(sb, "SMEM_BYTES", tc->smem.bytes, NULL);
+
+    jit__sb_append(sb, "\n/* TMA */\n");
+    constant(sb, "A_BOXES", (unsigned)tc->a.boxes_per_stage, "boxes along K per stage");
+    constant(sb, "A_BOX_BYTES", tc->a.box_inner_bytes, "SMEM bytes of one box row");
+    constant(sb, "A_KC_TILE", (unsigned)g->a_kcoord_tile, "K coordinate per K tile");
+    constant(sb, "A_KC_BOX", (unsigned)g->a_kcoord_box, NULL);
+    constant(sb, "B_BOXES", (unsigned)tc->b.boxes_per_stage, NULL);
+    constant(sb, "B_BOX_BYTES", tc->b.box_inner_bytes, NULL);
+    constant(sb, "B_KC_TILE", (unsigned)g->b_kcoord_tile, NULL);
+    constant(sb, "B_KC_BOX", (unsigned)g->b_kcoord_box, NULL);
+    constant(sb, "SF_CHUNKS_K", (unsigned)tc->sfa_chunks_k, "512-byte scale chunks per K tile");
+    constant(sb, "SFB_BLOCKS", (unsigned)tc->sfb_row_blocks, "128-row SFB blocks per tile");
+    constant(sb, "EXPECT_TX", tc->expect_tx_bytes, "GMEM bytes per stage per CTA");
+
+    jit__sb_append(sb, "\n/* MMA and TMEM */\n");
+    jit__sb_printf(sb, "constexpr u32 IDESC = 0x%08Xu; /* SF IDs 0; patched per instruction */\n",
+                   tc->idesc);
+    jit__sb_printf(sb, "constexpr u64 A_DESC_HI = 0x%016llXull; /* LBO %u, SBO %u, swizzle %s */\n",
+                   (unsigned long long)g->a_desc_hi, tc->a.lbo, tc->a.sbo,
+                   jit__tc_swizzle_name(tc->a.swizzle));
+    jit__sb_printf(sb, "constexpr u64 B_DESC_HI = 0x%016llXull; /* LBO %u, SBO %u, swizzle %s */\n",
+                   (unsigned long long)g->b_desc_hi, tc->b.lbo, tc->b.sbo,
+                   jit__tc_swizzle_name(tc->b.swizzle));
+    jit__sb_printf(sb, "constexpr u64 SF_DESC_HI = 0x%016llXull; /* scale chunk: no swizzle */\n",
+                   (unsigned long long)g->sf_desc_hi);
+    constant(sb, "TMEM_COLUMNS", (unsigned)tc->tmem.allocated_columns, "tcgen05.alloc");
+    constant(sb, "ACC_COL0", (unsigned)tc->tmem.acc[0].first_column, NULL);
+    constant(sb, "ACC_COL1",
+             (unsigned)(tc->tmem.acc_stages > 1 ? tc->tmem.acc[1].first_column
+                                                : tc->tmem.acc[0].first_column),
+             NULL);
+    constant(sb, "ACC_HALF_STRIDE", (unsigned)tc->tmem.acc_half_stride, NULL);
+    constant(sb, "SFA_COL", (unsigned)tc->tmem.sfa_first_column, NULL);
+    constant(sb, "SFB_COL", (unsigned)tc->tmem.sfb_first_column, NULL);
+
+    jit__sb_append(sb, "\n/* epilogue */\n");
+    constant(sb, "EPI_ACC_COLS", (unsigned)g->epi_acc_cols, "accumulator columns per sub-tile");
+    constant(sb, "EPI_SUBTILES", (unsigned)g->epi_subtiles, "per M-half");
+    constant(sb, "C_SLAB", g->c_slab, "one warp's 32 rows of a C stage");
+    constant(sb, "C_BOX_BYTES", cl.box_bytes, "TMA-store box row = swizzle span");
+    constant(sb, "C_BOX_COLS", (unsigned)(cl.box_bytes / (uint32_t)cl.out_bytes), NULL);
+    constant(sb, "C_BOXES", (unsigned)cl.boxes, NULL);
+    constant(sb, "C_SWIZZLE_MASK", cl.box_bytes / 16u - 1u, NULL);
+    if (tc->tmem.overlap)
+        constant(sb, "RELEASE_AFTER", (unsigned)g->release_after,
+                 "sub-tiles drained before the early release");
+    jit__sb_append(sb, "\n");
+}
+
+#define OFFSET_ASSERT(field)                                                                       \
+    jit__sb_printf(g->sb,                                                                          \
+                   "static_assert(__builtin_offsetof(jg_params_t, " #field ") == %zu, "            \
+                   "\"jg_params_t." #field " moved\");\n",                                         \
+                   offsetof(jit__tc_params_t, field))
+
+static void emit_params(const jit__tcg_t *g) {
+    jit__sb_append(
+        g->sb,
+        "/* The kernel's only parameter; mirrors jit__tc_params_t (kernel_src/tc_launch.h).\n"
+        " * a[1], b[1]: tensor maps for the fallback cluster shape. */\n"
+        "struct __align__(64) jg_tmap_t {\n"
+        "    u64 w[16];\n"
+        "};\n"
+        "struct jg_params_t {\n"
+        "    jg_tmap_t a[2];\n"
+        "    jg_tmap_t b[2];\n"
+        "    jg_tmap_t sfa, sfb;\n"
+        "    jg_tmap_t d;\n"
+        "    const void *residual;\n"
+        "    void *workspace;\n"
+        "    long long m;\n"
+        "    long long ld_residual;\n"
+        "    float alpha;\n"
+        "    u32 token_slots;\n"
+        "    u32 pad_[6];\n"
+        "};\n");
+    jit__sb_printf(g->sb, "static_assert(sizeof(jg_params_t) == %zu, \"jg_params_t size\");\n",
+                   sizeof(jit__tc_params_t));
+    OFFSET_ASSERT(b);
+    OFFSET_ASSERT(sfa);
+    OFFSET_ASSERT(sfb);
+    OFFSET_ASSERT(d);
+    OFFSET_ASSERT(residual);
+    OFFSET_ASSERT(workspace);
+    OFFSET_ASSERT(m);
+    OFFSET_ASSERT(ld_residual);
+    OFFSET_ASSERT(alpha);
+    OFFSET_ASSERT(token_slots);
+    jit__sb_append(g->sb, "\n");
+}
+
+static void emit_entry(const jit__tcg_t *g) {
+    jit__sb_printf(
+        g->sb,
+        "/* ---- kernel ---------------------------------------------------------------------- "
+        "*/\n\n"
+        "extern \"C\" __global__ void __launch_bounds__(NUM_THREADS, 1)\n"
+        "%s(const __grid_constant__ jg_params_t p) {\n"
+        "    extern __shared__ __align__(1024) unsigned char jg_smem[];\n"
+        "    const u32 warp = threadIdx.x / 32;\n"
+        "    const jg_cta_t c = jg_cta_make(p, jg_smem);\n"
+        "    /* Swizzled tiles assume a 1024-byte-aligned base (the planner checked every offset\n"
+        "     * from it); a misaligned base would silently shift every swizzle pattern. */\n"
+        "    if (c.smem & 1023u)\n"
+        "        jg_trap();\n"
+        "    if (threadIdx.x == 0)\n"
+        "        jg_barriers_init(c);\n"
+        "    if (warp == MMA_WARP) {\n"
+        "        /* One warp allocates (with cta_group::2, one in each CTA of the pair) and gives "
+        "up\n"
+        "         * the right to allocate more at once. */\n"
+        "        jg_tmem_alloc(c.smem + OFF_TMEM_PTR);\n"
+        "        jg_tmem_relinquish();\n"
+        "    }\n"
+        "    /* Barriers and the TMEM address become visible to the whole cluster. */\n"
+        "    jg_tc_fence_before();\n"
+        "    jg_cluster_arrive();\n"
+        "    jg_cluster_wait();\n"
+        "    jg_tc_fence_after();\n"
+        "    const u32 tmem = *(const volatile u32 *)(jg_smem + OFF_TMEM_PTR);\n"
+        "    if (warp == TMA_WARP) {\n"
+        "        jg_role_producer(c, p);\n"
+        "    } else if (warp == MMA_WARP) {\n"
+        "        if (jg_elect_one())\n"
+        "            jg_role_mma(c, tmem);\n"
+        "        jg_syncwarp();\n"
+        "    } else if (warp >= EPI_WARP0 && warp < EPI_WARP0 + EPI_WARPS) {\n"
+        "        jg_role_epilogue(c, p, tmem, warp %% 4);\n"
+        "    }\n"
+        "    /* No CTA leaves while a peer may still use its TMEM or arrive on its barriers. */\n"
+        "    jg_tc_fence_before();\n"
+        "    jg_cluster_arrive();\n"
+        "    jg_cluster_wait();\n"
+        "    if (warp == MMA_WARP) {\n"
+        "        jg_tc_fence_after();\n"
+        "        jg_tmem_dealloc(tmem);\n"
+        "    }\n"
+        "    if (threadIdx.x == 0)\n"
+        "        jg_workspace_exit(p);\n"
+        "}\n",
+        jit__plan_kernel_name(g->plan));
+}
+
+jit_status_t jit__gen_tcgen05(const jit__plan_t *plan, const jit__key_t *key, char **source,
+                              jit__diag_t *d) {
+    *source = NULL;
+    jit__sb_t sb;
+    jit__sb_init(&sb);
+    jit__tcg_t g;
+    jit_status_t st = jit__tcg_init(&g, plan, key, &sb, d);
+    if (st != JIT_OK) {
+        jit__sb_free(&sb);
+        return st;
+    }
+    emit_header(&g);
+    emit_types(&g);
+    emit_constants(&g);
+    emit_params(&g);
+    jit__tcg_emit_ptx(&g);
+    jit__tcg_emit_roles(&g);
+    emit_entry(&g);
+    if (jit__sb_failed(&sb)) {
+        jit__sb_free(&sb);
+        return jit__fail(d, JIT_OUT_OF_MEMORY, "out of memory generating the tcgen05 kernel");
+    }
+    *source = jit__sb_take(&sb);
+    return JIT_OK;
+}

@@ -1,0 +1,86 @@
+/*
+ * Internal interface of the tcgen05 generator (route JIT_ROUTE_TCGEN05), split in three files:
+ * tcgen05_ptx.c emits the inline-PTX device wrappers (one per instruction), tcgen05_roles.c the
+ * warp-role device functions (scheduler, TMA producer, MMA, epilogue) and tcgen05_gen.c the rest
+ * of the translation unit (header comment, constants, parameter block, kernel entry).
+ *
+ * The generator decides nothing that depends on the arch or the shape: every number comes from
+ * the plan (jit__tc_plan_t) or is derived from it once, here, in jit__tcg_t. The only input that
+ * is not the plan is the compile target from the key: a Rubin plan compiled for the sm_100f
+ * fallback (an NVRTC without sm_107a) drops the PTX 9.4-only `.collector::b` hints (B is then
+ * read from SMEM by both MMAs of a K-block, which gives the same result), and a plan whose TMEM
+ * allocation needs `tcgen05.alloc.exclusive` (more than 512 columns) is refused for the fallback.
+ */
+#ifndef JIT_TCGEN05_GEN_H
+#define JIT_TCGEN05_GEN_H
+
+#include <stdint.h>
+
+#include "diag.h"
+#include "key.h"
+#include "plan.h"
+#include "strbuf.h"
+
+/* Work-ID ring depth: the scheduler may run this many tiles ahead of the slowest reader. */
+#define JIT_TCG_WORK_SLOTS 4
+/* Accumulator columns one tcgen05.ld.32x32b.x16 drains. */
+#define JIT_TCG_LD_COLUMNS 16
+
+/* Everything the emitters need, derived from the plan once. */
+typedef struct jit__tcg {
+    const jit__plan_t *plan;
+    const jit__tc_plan_t *tc;
+    const jit__key_t *key;
+    jit__sb_t *sb;
+
+    /* compile target */
+    int native;         /* 0: the key's fallback target */
+    int collector_b;    /* emit .collector::b::fill / ::lastuse (B-reuse, PTX 9.4) */
+    int tmem_exclusive; /* tcgen05.alloc/dealloc need .exclusive (columns > 512) */
+
+    /* warps */
+    int n_warps;
+    int scheduler_warp;
+
+    /* cluster shapes */
+    int has_fallback; /* a fallback cluster shape exists (mixed-cluster launch) */
+    int split;        /* preferred CTAs / fallback CTAs (1 without fallback) */
+
+    /* tile */
+    int halves;         /* M-halves per CTA (2 with B-reuse) */
+    int out_cols;       /* output columns per CTA tile (tile_n, or tile_n / 2 for swiglu) */
+    int out_bytes;      /* 2 (BF16) or 4 (FP32) */
+    int epi_out_cols;   /* output columns per epilogue sub-tile */
+    int epi_acc_cols;   /* accumulator columns per epilogue sub-tile */
+    int epi_subtiles;   /* sub-tiles per M-half */
+    uint32_t c_slab;    /* bytes of one warp's 32-row slab of one C stage */
+    uint32_t c_swizzle; /* 128, 64, 32 or 0: the TMA-store swizzle span of the C slab */
+    int release_after;  /* overlap: sub-tiles drained before the early release */
+
+    /* barrier block (8-byte slots, offsets relative to the barriers buffer) */
+    uint32_t bar_full, bar_empty, bar_acc_full, bar_acc_empty, bar_work_full, bar_work_empty;
+    uint32_t work_ids;  /* JIT_TCG_WORK_SLOTS x {work id, M offset} */
+    uint32_t bar_bytes; /* bytes used of the barriers buffer */
+
+    /* SMEM descriptor constant parts (start address 0), for A, B and the SF chunks */
+    uint64_t a_desc_hi, b_desc_hi, sf_desc_hi;
+
+    /* TMA coordinates along K (in the tensor map's element units) */
+    int a_kcoord_tile, a_kcoord_box, b_kcoord_tile, b_kcoord_box;
+} jit__tcg_t;
+
+/* Fill `g` from the plan and key, checking every invariant the emitted code relies on. */
+jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__key_t *key,
+                           jit__sb_t *sb, jit__diag_t *d);
+
+/* tcgen05_ptx.c: every inline-PTX wrapper the kernel uses. */
+void jit__tcg_emit_ptx(const jit__tcg_t *g);
+
+/* tcgen05_roles.c: the per-CTA geometry helper and the four role functions. */
+void jit__tcg_emit_roles(const jit__tcg_t *g);
+
+/* The wrapper and role names, in emission order, for tests and docs. NULL-terminated. */
+extern const char *const jit__tcg_ptx_wrapper_names[];
+extern const char *const jit__tcg_role_names[];
+
+#endif
