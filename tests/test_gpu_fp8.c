@@ -38,7 +38,7 @@ static const int64_t k_tokens[] = {1, 40, 127, 600, 1345, 4001};
 static void require_gpu(void) {
     const char *why = NULL;
     if (!jt_gpu_available(&why))
-        cr_skip("GPU test skipped, no CUDA device: %s", why ? why : "unknown reason");
+        cr_skip("GPU test skipped: %s", why ? why : "unknown reason");
 }
 
 /* A random E4M3 code that is neither zero nor NaN. */
@@ -251,14 +251,16 @@ static void run_case(jit_context_t *ctx, const jit__driver_t *drv, jit_epilogue_
                 worst_r = row;
                 worst_j = j;
             }
-            if (mg > 0 && err / mg > worst_err_mag && isfinite(err))
-                worst_err_mag = err / mg;
+            /* the error left after the BF16 rounding allowance, against the accumulation term */
+            double excess = err - BF16_TOL * fabs(want);
+            if (mg > 0 && isfinite(err) && excess / mg > worst_err_mag)
+                worst_err_mag = excess / mg;
         }
     }
     cr_log_info("%s m=%lld n=%lld k=%lld: worst |err|/tol %.3g at [%lld][%lld], "
-                "max |err|/mag %.3g",
+                "max (|err| - 2^-8 |ref|) / mag %.3g (limit %g)",
                 jit_epilogue_name(ep), (long long)m, (long long)n, (long long)k, worst_ratio,
-                (long long)worst_r, (long long)worst_j, worst_err_mag);
+                (long long)worst_r, (long long)worst_j, worst_err_mag, ACC_TOL);
     cr_expect_eq(poisoned, 0, "%s m=%lld: %lld outputs never written (still 0xFFFF)",
                  jit_epilogue_name(ep), (long long)m, (long long)poisoned);
     cr_expect_eq(gap_written, 0, "%s m=%lld: %lld elements written past column %lld",
