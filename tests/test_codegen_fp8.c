@@ -2,7 +2,7 @@
  * The mma.sync generator: deterministic text, a header that quotes the key and the plan, no
  * #include, inline PTX only inside the wrappers, a parameter struct laid out exactly like the
  * host's jit__mma_sync_params_t, plan checks, and NVRTC + nvJitLink compiles of every token
- * band and epilogue for sm_90a, sm_100a, sm_120a and (with an NVRTC that has it) sm_107a,
+ * band and epilogue for sm_90a, sm_100a, sm_103a, sm_120a and (with an NVRTC that has it) sm_107a,
  * with registers reported and no spills.
  */
 #include <criterion/criterion.h>
@@ -406,6 +406,10 @@ Test(codegen_fp8, compiles_for_sm_90a, .timeout = 600) {
 
 Test(codegen_fp8, compiles_for_sm_100a, .timeout = 600) {
     compile_with_both("sm_100a");
+}
+
+Test(codegen_fp8, compiles_for_sm_103a, .timeout = 600) {
+    compile_with_both("sm_103a");
 }
 
 Test(codegen_fp8, compiles_for_sm_120a, .timeout = 600) {
