@@ -223,11 +223,13 @@ static void emit_types(const jit__tcg_t *g) {
                           "typedef unsigned long long u64;\n\n");
 }
 
+/* The plan's numbers are enumerators, not constexpr variables: NVRTC's -default-device turns a
+ * namespace-scope constexpr into a __device__ global (PTX .global), and an unused one warns. */
 static void constant(jit__sb_t *sb, const char *name, unsigned long long v, const char *why) {
     if (why)
-        jit__sb_printf(sb, "constexpr u32 %s = %llu; /* %s */\n", name, v, why);
+        jit__sb_printf(sb, "    %s = %llu, /* %s */\n", name, v, why);
     else
-        jit__sb_printf(sb, "constexpr u32 %s = %llu;\n", name, v);
+        jit__sb_printf(sb, "    %s = %llu,\n", name, v);
 }
 
 static void emit_constants(const jit__tcg_t *g) {
@@ -242,7 +244,7 @@ static void emit_constants(const jit__tcg_t *g) {
 
     jit__sb_append(sb, "/* ---- the plan "
                        "------------------------------------------------------------------ */\n\n");
-    jit__sb_append(sb, "/* shape and pipeline */\n");
+    jit__sb_append(sb, "/* shape and pipeline */\nenum : u32 {\n");
     constant(sb, "NUM_THREADS", (unsigned)p->threads, NULL);
     constant(sb, "EPI_WARP0", (unsigned)tc->first_epilogue_warp, NULL);
     constant(sb, "EPI_WARPS", 4, NULL);
@@ -269,7 +271,8 @@ static void emit_constants(const jit__tcg_t *g) {
     constant(sb, "WORK_SLOTS", JIT_TCG_WORK_SLOTS, NULL);
     constant(sb, "WORK_READERS", WORK_READERS, "per CTA: producer, MMA, 4 epilogue warps");
 
-    jit__sb_append(sb, "\n/* shared memory (bytes from the 1024-aligned base) */\n");
+    jit__sb_append(sb,
+                   "};\n\n/* shared memory (bytes from the 1024-aligned base) */\nenum : u32 {\n");
     constant(sb, "OFF_FULL", g->bar_full, NULL);
     constant(sb, "OFF_EMPTY", g->bar_empty, NULL);
     constant(sb, "OFF_ACC_FULL", g->bar_acc_full, NULL);
@@ -289,9 +292,8 @@ static void emit_constants(const jit__tcg_t *g) {
     constant(sb, "OFF_C", b[JIT_TC_BUF_C].offset, NULL);
     constant(sb, "C_STAGE", b[JIT_TC_BUF_C].stage_bytes, NULL);
     constant(sb, "C_STAGES", (unsigned)tc->smem.c_stages, NULL);
-    constant(sb, "SMEM_BYTES", tc->smem.bytes, NULL);
 
-    jit__sb_append(sb, "\n/* TMA */\n");
+    jit__sb_append(sb, "};\n\n/* TMA */\nenum : u32 {\n");
     constant(sb, "A_BOXES", (unsigned)tc->a.boxes_per_stage, "boxes along K per stage");
     constant(sb, "A_BOX_BYTES", tc->a.box_inner_bytes, "SMEM bytes of one box row");
     constant(sb, "A_KC_TILE", (unsigned)g->a_kcoord_tile, "K coordinate per K tile");
@@ -301,21 +303,20 @@ static void emit_constants(const jit__tcg_t *g) {
     constant(sb, "B_KC_TILE", (unsigned)g->b_kcoord_tile, NULL);
     constant(sb, "B_KC_BOX", (unsigned)g->b_kcoord_box, NULL);
     constant(sb, "SF_CHUNKS_K", (unsigned)tc->sfa_chunks_k, "512-byte scale chunks per K tile");
-    constant(sb, "SFB_BLOCKS", (unsigned)tc->sfb_row_blocks, "128-row SFB blocks per tile");
     constant(sb, "EXPECT_TX", tc->expect_tx_bytes, "GMEM bytes per stage per CTA");
 
-    jit__sb_append(sb, "\n/* MMA and TMEM */\n");
-    jit__sb_printf(sb, "constexpr u32 IDESC = 0x%08Xu; /* SF IDs 0; patched per instruction */\n",
-                   tc->idesc);
-    jit__sb_printf(sb, "constexpr u64 A_DESC_HI = 0x%016llXull; /* LBO %u, SBO %u, swizzle %s */\n",
+    jit__sb_append(sb, "};\n\n/* MMA and TMEM */\nenum : u64 {\n");
+    jit__sb_printf(sb, "    A_DESC_HI = 0x%016llXull, /* LBO %u, SBO %u, swizzle %s */\n",
                    (unsigned long long)g->a_desc_hi, tc->a.lbo, tc->a.sbo,
                    jit__tc_swizzle_name(tc->a.swizzle));
-    jit__sb_printf(sb, "constexpr u64 B_DESC_HI = 0x%016llXull; /* LBO %u, SBO %u, swizzle %s */\n",
+    jit__sb_printf(sb, "    B_DESC_HI = 0x%016llXull, /* LBO %u, SBO %u, swizzle %s */\n",
                    (unsigned long long)g->b_desc_hi, tc->b.lbo, tc->b.sbo,
                    jit__tc_swizzle_name(tc->b.swizzle));
-    jit__sb_printf(sb, "constexpr u64 SF_DESC_HI = 0x%016llXull; /* scale chunk: no swizzle */\n",
+    jit__sb_printf(sb, "    SF_DESC_HI = 0x%016llXull, /* scale chunk: no swizzle */\n",
                    (unsigned long long)g->sf_desc_hi);
-    constant(sb, "TMEM_COLUMNS", (unsigned)tc->tmem.allocated_columns, "tcgen05.alloc");
+    jit__sb_printf(
+        sb, "};\nenum : u32 {\n    IDESC = 0x%08Xu, /* SF IDs 0; patched per instruction */\n",
+        tc->idesc);
     constant(sb, "ACC_COL0", (unsigned)tc->tmem.acc[0].first_column, NULL);
     constant(sb, "ACC_COL1",
              (unsigned)(tc->tmem.acc_stages > 1 ? tc->tmem.acc[1].first_column
@@ -325,7 +326,7 @@ static void emit_constants(const jit__tcg_t *g) {
     constant(sb, "SFA_COL", (unsigned)tc->tmem.sfa_first_column, NULL);
     constant(sb, "SFB_COL", (unsigned)tc->tmem.sfb_first_column, NULL);
 
-    jit__sb_append(sb, "\n/* epilogue */\n");
+    jit__sb_append(sb, "};\n\n/* epilogue */\nenum : u32 {\n");
     constant(sb, "EPI_ACC_COLS", (unsigned)g->epi_acc_cols, "accumulator columns per sub-tile");
     constant(sb, "EPI_SUBTILES", (unsigned)g->epi_subtiles, "per M-half");
     constant(sb, "C_SLAB", g->c_slab, "one warp's 32 rows of a C stage");
@@ -336,12 +337,12 @@ static void emit_constants(const jit__tcg_t *g) {
     if (tc->tmem.overlap)
         constant(sb, "RELEASE_AFTER", (unsigned)g->release_after,
                  "sub-tiles drained before the early release");
-    jit__sb_append(sb, "\n");
+    jit__sb_append(sb, "};\n\n");
 }
 
 #define OFFSET_ASSERT(field)                                                                       \
     jit__sb_printf(g->sb,                                                                          \
-                   "static_assert(__builtin_offsetof(jg_params_t, " #field ") == %zu, "            \
+                   "static_assert(__INTADDR__(&((jg_params_t *)0)->" #field ") == %zu, "           \
                    "\"jg_params_t." #field " moved\");\n",                                         \
                    offsetof(jit__tc_params_t, field))
 
@@ -366,6 +367,8 @@ static void emit_params(const jit__tcg_t *g) {
         "    u32 token_slots;\n"
         "    u32 pad_[6];\n"
         "};\n");
+    /* __INTADDR__ is the front end's constant offset: NVRTC 13.0 has no __builtin_offsetof and
+     * the source includes no <cstddef>. */
     jit__sb_printf(g->sb, "static_assert(sizeof(jg_params_t) == %zu, \"jg_params_t size\");\n",
                    sizeof(jit__tc_params_t));
     OFFSET_ASSERT(b);
@@ -416,7 +419,7 @@ static void emit_entry(const jit__tcg_t *g) {
         "        if (jg_elect_one())\n"
         "            jg_role_mma(c, tmem);\n"
         "        jg_syncwarp();\n"
-        "    } else if (warp >= EPI_WARP0 && warp < EPI_WARP0 + EPI_WARPS) {\n"
+        "    } else if (warp - EPI_WARP0 < EPI_WARPS) { /* unsigned: also warp < EPI_WARP0 */\n"
         "        jg_role_epilogue(c, p, tmem, warp %% 4);\n"
         "    }\n"
         "    /* No CTA leaves while a peer may still use its TMEM or arrive on its barriers. */\n"

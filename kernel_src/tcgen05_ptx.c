@@ -39,7 +39,6 @@ const char *const jit__tcg_ptx_wrapper_names[] = {"jg_smem_addr",
                                                   "jg_fence_mbar_init",
                                                   "jg_mbar_wait",
                                                   "jg_mbar_wait_cluster",
-                                                  "jg_mbar_arrive",
                                                   "jg_mbar_arrive_remote",
                                                   "jg_mbar_expect_arrive",
                                                   "jg_mbar_expect_arrive_remote",
@@ -104,13 +103,15 @@ static void emit_basics(const jit__tcg_t *g) {
     put(g, FN "void jg_syncwarp() {\n"
               "    asm volatile(\"bar.warp.sync 0xffffffff;\" ::: \"memory\");\n"
               "}\n\n");
-    put(g, FN "u32 jg_ballot(u32 pred) {\n"
-              "    u32 r;\n"
-              "    asm volatile(\"{\\n\\t.reg .pred P;\\n\\tsetp.ne.u32 P, %1, 0;\\n\\t\"\n"
-              "                 \"vote.sync.ballot.b32 %0, P, 0xffffffff;\\n\\t}\" : \"=r\"(r) : "
-              "\"r\"(pred));\n"
-              "    return r;\n"
-              "}\n\n");
+    if (g->has_fallback) /* the fallback-group token poll */
+        put(g,
+            FN "u32 jg_ballot(u32 pred) {\n"
+               "    u32 r;\n"
+               "    asm volatile(\"{\\n\\t.reg .pred P;\\n\\tsetp.ne.u32 P, %1, 0;\\n\\t\"\n"
+               "                 \"vote.sync.ballot.b32 %0, P, 0xffffffff;\\n\\t}\" : \"=r\"(r) : "
+               "\"r\"(pred));\n"
+               "    return r;\n"
+               "}\n\n");
     put(g, "/* Lane 0's value in every lane. */\n" FN "u32 jg_shfl0(u32 v) {\n"
            "    u32 r;\n"
            "    asm volatile(\"shfl.sync.idx.b32 %0, %1, 0, 0x1f, 0xffffffff;\" : \"=r\"(r) : "
@@ -175,10 +176,6 @@ static void emit_mbarrier(const jit__tcg_t *g) {
            "                 \"@!P bra JG_WAITC_%=;\\n\\t}\" :: \"r\"(bar), \"r\"(parity) : "
            "\"memory\");\n"
            "}\n\n");
-    put(g, FN "void jg_mbar_arrive(u32 bar) {\n"
-              "    asm volatile(\"mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\" :: "
-              "\"r\"(bar) : \"memory\");\n"
-              "}\n\n");
     put(g, "/* Arrive on a barrier in another CTA of the cluster (address from jg_mapa). */\n" FN
            "void jg_mbar_arrive_remote(u32 cluster_bar) {\n"
            "    asm volatile(\"mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\" :: "
@@ -208,62 +205,53 @@ static void emit_mbarrier(const jit__tcg_t *g) {
 
 static void emit_tma(const jit__tcg_t *g) {
     int pair = g->tc->cta_group == 2;
+    int mc = g->tc->a.multicast || g->tc->b.multicast;
+    int plain = !g->tc->a.multicast || !g->tc->b.multicast;
     put(g, FN "void jg_tma_prefetch(const void *tmap) {\n"
               "    asm volatile(\"prefetch.tensormap [%0];\" :: \"l\"(tmap) : \"memory\");\n"
               "}\n\n");
-    if (pair) {
-        put(g,
-            "/* 2-CTA load: the bytes complete on the pair leader's barrier, which the address\n"
-            " * names once its peer bit (bit 24) is cleared; the leader expects both CTAs' bytes. "
-            "*/\n" FN "void jg_tma_load_2d(u32 dst, const void *tmap, int c0, int c1, u32 bar) {\n"
-            "    asm volatile(\"cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::"
-            "complete_tx::bytes.cta_group::2 [%0], [%1, {%2, %3}], [%4];\"\n"
-            "                 :: \"r\"(dst), \"l\"(tmap), \"r\"(c0), \"r\"(c1), \"r\"(bar & "
-            "0xFEFFFFFFu) : \"memory\");\n"
-            "}\n\n");
-        put(g, "/* Multicast to the CTAs in `mask`; each destination's pair leader gets the bytes. "
-               "*/\n" FN
-               "void jg_tma_load_2d_mc(u32 dst, const void *tmap, int c0, int c1, u32 bar, u16 "
-               "mask) {\n"
-               "    asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
-               "complete_tx::bytes.multicast::cluster.cta_group::2 [%0], [%1, {%2, %3}], [%4], "
-               "%5;\"\n"
-               "                 :: \"r\"(dst), \"l\"(tmap), \"r\"(c0), \"r\"(c1), \"r\"(bar & "
-               "0xFEFFFFFFu), \"h\"(mask) : \"memory\");\n"
-               "}\n\n");
-        put(g, FN "void jg_tma_load_3d(u32 dst, const void *tmap, int c0, int c1, int c2, u32 bar) "
-                  "{\n"
-                  "    asm volatile(\"cp.async.bulk.tensor.3d.shared::cta.global.tile.mbarrier::"
-                  "complete_tx::bytes.cta_group::2 [%0], [%1, {%2, %3, %4}], [%5];\"\n"
-                  "                 :: \"r\"(dst), \"l\"(tmap), \"r\"(c0), \"r\"(c1), \"r\"(c2), "
-                  "\"r\"(bar & 0xFEFFFFFFu) : \"memory\");\n"
-                  "}\n\n");
-    } else {
-        put(g,
-            FN "void jg_tma_load_2d(u32 dst, const void *tmap, int c0, int c1, u32 bar) {\n"
-               "    asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
-               "complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\"\n"
-               "                 :: \"r\"(dst), \"l\"(tmap), \"r\"(c0), \"r\"(c1), \"r\"(bar) : "
-               "\"memory\");\n"
-               "}\n\n");
-        put(g, "/* Multicast: every CTA in `mask` receives the box at `dst` and completes the\n"
-               " * bytes on its own barrier at the same offset. */\n" FN
-               "void jg_tma_load_2d_mc(u32 dst, const void *tmap, int c0, int c1, u32 bar, u16 "
-               "mask) {\n"
-               "    asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
-               "complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\"\n"
-               "                 :: \"r\"(dst), \"l\"(tmap), \"r\"(c0), \"r\"(c1), \"r\"(bar), "
-               "\"h\"(mask) : \"memory\");\n"
-               "}\n\n");
-        put(g,
-            FN "void jg_tma_load_3d(u32 dst, const void *tmap, int c0, int c1, int c2, u32 bar) "
-               "{\n"
-               "    asm volatile(\"cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::"
-               "complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\"\n"
-               "                 :: \"r\"(dst), \"l\"(tmap), \"r\"(c0), \"r\"(c1), \"r\"(c2), "
-               "\"r\"(bar) : \"memory\");\n"
-               "}\n\n");
-    }
+    /* With cta_group::2 the bytes complete on the pair leader's barrier, which the address
+     * names once its peer bit (bit 24) is cleared; the leader expects both CTAs' bytes. */
+    const char *bar = pair ? "bar & 0xFEFFFFFFu" : "bar";
+    const char *cta = pair ? ".cta_group::2" : "";
+    const char *dst = pair ? "shared::cta" : "shared::cluster";
+    if (plain)
+        jit__sb_printf(g->sb,
+                       "/* One box into this CTA's shared memory%s. */\n" FN
+                       "void jg_tma_load_2d(u32 dst, const void *tmap, int c0, int c1, u32 bar) {\n"
+                       "    asm volatile(\"cp.async.bulk.tensor.2d.%s.global.tile.mbarrier::"
+                       "complete_tx::bytes%s [%%0], [%%1, {%%2, %%3}], [%%4];\"\n"
+                       "                 :: \"r\"(dst), \"l\"(tmap), \"r\"(c0), \"r\"(c1), "
+                       "\"r\"(%s) : \"memory\");\n"
+                       "}\n\n",
+                       pair ? "; the bytes count on the pair leader's barrier (peer bit 24 cleared)"
+                            : "",
+                       dst, cta, bar);
+    if (mc)
+        jit__sb_printf(g->sb,
+                       "/* Multicast: every CTA in `mask` receives the box at `dst` and the bytes\n"
+                       " * complete on %s at the same offset. */\n" FN
+                       "void jg_tma_load_2d_mc(u32 dst, const void *tmap, int c0, int c1, u32 bar, "
+                       "u16 mask) {\n"
+                       "    asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.tile."
+                       "mbarrier::complete_tx::bytes.multicast::cluster%s [%%0], [%%1, {%%2, "
+                       "%%3}], [%%4], %%5;\"\n"
+                       "                 :: \"r\"(dst), \"l\"(tmap), \"r\"(c0), \"r\"(c1), "
+                       "\"r\"(%s), \"h\"(mask) : \"memory\");\n"
+                       "}\n\n",
+                       pair ? "each destination's pair leader" : "each destination's barrier", cta,
+                       bar);
+    jit__sb_printf(
+        g->sb,
+        "/* A scale-factor box: [256 x u16 = one 512-byte chunk][chunks][row blocks]. */\n" FN
+        "void jg_tma_load_3d(u32 dst, const void *tmap, int c0, int c1, int c2, u32 bar) "
+        "{\n"
+        "    asm volatile(\"cp.async.bulk.tensor.3d.%s.global.tile.mbarrier::"
+        "complete_tx::bytes%s [%%0], [%%1, {%%2, %%3, %%4}], [%%5];\"\n"
+        "                 :: \"r\"(dst), \"l\"(tmap), \"r\"(c0), \"r\"(c1), \"r\"(c2), "
+        "\"r\"(%s) : \"memory\");\n"
+        "}\n\n",
+        dst, cta, bar);
     put(g, "/* Store a box from shared memory; the tensor map clips rows and columns past the end. "
            "*/\n" FN "void jg_tma_store_2d(const void *tmap, u32 src, int c0, int c1) {\n"
            "    asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, "
@@ -354,10 +342,11 @@ static void emit_one_mma(const jit__tcg_t *g, const char *name, const char *coll
 }
 
 static void emit_mma(const jit__tcg_t *g) {
-    emit_one_mma(g, "jg_mma", "",
-                 "D (+)= A x B with per-block scales read from TMEM; issued by one thread.");
-    if (!g->tc->breuse)
+    if (!g->tc->breuse) {
+        emit_one_mma(g, "jg_mma", "",
+                     "D (+)= A x B with per-block scales read from TMEM; issued by one thread.");
         return;
+    }
     if (g->collector_b) {
         emit_one_mma(g, "jg_mma_keep", ".collector::b::fill",
                      "B-reuse, first M-half: read B from SMEM and keep it in the collector.");
@@ -373,14 +362,15 @@ static void emit_mma(const jit__tcg_t *g) {
 
 static void emit_commit(const jit__tcg_t *g) {
     int cg = g->tc->cta_group;
-    jit__sb_printf(
-        g->sb,
-        "/* Arrive once on `bar` when every earlier tcgen05 op of this thread is done. */\n" FN
-        "void jg_mma_commit(u32 bar) {\n"
-        "    asm volatile(\"tcgen05.commit.cta_group::%d.mbarrier::arrive::one.shared::"
-        "cluster.b64 [%%0];\" :: \"r\"(bar) : \"memory\");\n"
-        "}\n\n",
-        cg);
+    if (cg == 1) /* with cta_group::2 every commit multicasts */
+        jit__sb_printf(
+            g->sb,
+            "/* Arrive once on `bar` when every earlier tcgen05 op of this thread is done. */\n" FN
+            "void jg_mma_commit(u32 bar) {\n"
+            "    asm volatile(\"tcgen05.commit.cta_group::%d.mbarrier::arrive::one.shared::"
+            "cluster.b64 [%%0];\" :: \"r\"(bar) : \"memory\");\n"
+            "}\n\n",
+            cg);
     jit__sb_printf(
         g->sb,
         "/* The same, arriving on the barrier at this offset in every CTA of `mask`. */\n" FN
@@ -431,36 +421,39 @@ static void emit_global(const jit__tcg_t *g) {
            "\"l\"(p), \"r\"(v) : \"memory\");\n"
            "    return old;\n"
            "}\n\n");
-    put(g,
-        "/* Token slots: the work ID travels inside the 64-bit token, so relaxed is enough. */\n" FN
-        "u64 jg_ld_relaxed_u64(const u64 *p) {\n"
-        "    u64 v;\n"
-        "    asm volatile(\"ld.relaxed.gpu.global.b64 %0, [%1];\" : \"=l\"(v) : \"l\"(p) : "
-        "\"memory\");\n"
-        "    return v;\n"
-        "}\n" FN "void jg_st_relaxed_u64(u64 *p, u64 v) {\n"
-        "    asm volatile(\"st.relaxed.gpu.global.b64 [%0], %1;\" :: \"l\"(p), \"l\"(v) : "
-        "\"memory\");\n"
-        "}\n\n");
-    put(g, FN "void jg_nanosleep(u32 ns) {\n"
-              "    asm volatile(\"nanosleep.u32 %0;\" :: \"r\"(ns));\n"
-              "}\n\n");
-    put(g, "/* Two floats to packed BF16, round to nearest even; `lo` in the low half. */\n" FN
-           "u32 jg_cvt_bf16x2(float lo, float hi) {\n"
-           "    u32 r;\n"
-           "    asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo));\n"
-           "    return r;\n"
-           "}\n\n");
+    if (g->has_fallback) {
+        put(g, "/* Token slots: the work ID travels inside the 64-bit token, so relaxed is enough. "
+               "*/\n" FN "u64 jg_ld_relaxed_u64(const u64 *p) {\n"
+               "    u64 v;\n"
+               "    asm volatile(\"ld.relaxed.gpu.global.b64 %0, [%1];\" : \"=l\"(v) : \"l\"(p) : "
+               "\"memory\");\n"
+               "    return v;\n"
+               "}\n" FN "void jg_st_relaxed_u64(u64 *p, u64 v) {\n"
+               "    asm volatile(\"st.relaxed.gpu.global.b64 [%0], %1;\" :: \"l\"(p), \"l\"(v) : "
+               "\"memory\");\n"
+               "}\n\n");
+        put(g, FN "void jg_nanosleep(u32 ns) {\n"
+                  "    asm volatile(\"nanosleep.u32 %0;\" :: \"r\"(ns));\n"
+                  "}\n\n");
+    }
+    if (g->out_bytes == 2)
+        put(g, "/* Two floats to packed BF16, round to nearest even; `lo` in the low half. */\n" FN
+               "u32 jg_cvt_bf16x2(float lo, float hi) {\n"
+               "    u32 r;\n"
+               "    asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo));\n"
+               "    return r;\n"
+               "}\n\n");
     put(g, FN "float jg_as_f32(u32 x) {\n"
               "    float r;\n"
               "    asm(\"mov.b32 %0, %1;\" : \"=f\"(r) : \"r\"(x));\n"
               "    return r;\n"
               "}\n\n");
-    put(g, FN "float jg_ex2(float x) {\n"
-              "    float r;\n"
-              "    asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x));\n"
-              "    return r;\n"
-              "}\n\n");
+    if (g->plan->spec.epilogue == JIT_EPILOGUE_LINEAR_SWIGLU)
+        put(g, FN "float jg_ex2(float x) {\n"
+                  "    float r;\n"
+                  "    asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x));\n"
+                  "    return r;\n"
+                  "}\n\n");
 }
 
 void jit__tcg_emit_ptx(const jit__tcg_t *g) {

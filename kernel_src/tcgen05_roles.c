@@ -49,6 +49,7 @@ static void emit_geometry(const jit__tcg_t *g) {
            "    u32 work_empty0;     /* cluster address of work_empty[0] in rank 0 */\n"
            "    u32 acc_empty0;      /* cluster address of acc_empty[0] in the pair leader */\n"
            "    u32 tiles_m, total;  /* work IDs: tiles_m x N_TILES_N */\n"
+           "    long long m;         /* rows of A and D */\n"
            "};\n\n"
            "static __device__ jg_cta_t jg_cta_make(const jg_params_t &p, unsigned char *base) {\n"
            "    jg_cta_t c;\n"
@@ -96,6 +97,7 @@ static void emit_geometry(const jit__tcg_t *g) {
                "    c.b_slice_rows = B_ROWS;\n");
     put(g, "    c.work_empty0 = jg_mapa(c.smem + OFF_WORK_EMPTY, 0);\n"
            "    c.acc_empty0 = jg_mapa(c.smem + OFF_ACC_EMPTY, c.rank - c.pair_pos);\n"
+           "    c.m = p.m;\n"
            "    c.tiles_m = (u32)((p.m + CLUSTER_TILE_M - 1) / CLUSTER_TILE_M);\n"
            "    c.total = c.tiles_m * N_TILES_N;\n"
            "    return c;\n"
@@ -392,15 +394,17 @@ static int emit_sf_copies(const jit__tcg_t *g, int which, int half, int k) {
             int col = jit__tc_sf_chunk_column(tc, which, mn, kc);
             uint32_t off = (uint32_t)((which ? mn : half) * tc->sfa_chunks_k + kc) * 512u;
             if (which)
-                jit__sb_printf(g->sb,
-                               "                jg_utccp(tmem + SFB_COL + %du, jg_desc(SF_DESC_HI, "
-                               "sfb + %uu));\n",
-                               col, off);
+                jit__sb_printf(
+                    g->sb,
+                    "                    jg_utccp(tmem + SFB_COL + %du, jg_desc(SF_DESC_HI, "
+                    "sfb + %uu));\n",
+                    col, off);
             else
-                jit__sb_printf(g->sb,
-                               "                jg_utccp(tmem + SFA_COL + %du, jg_desc(SF_DESC_HI, "
-                               "sfa + %uu));\n",
-                               col + half * tc->tmem.sfa_half_stride, off);
+                jit__sb_printf(
+                    g->sb,
+                    "                    jg_utccp(tmem + SFA_COL + %du, jg_desc(SF_DESC_HI, "
+                    "sfa + %uu));\n",
+                    col + half * tc->tmem.sfa_half_stride, off);
             n++;
         }
     return n;
@@ -430,13 +434,13 @@ static void emit_one_mma_call(const jit__tcg_t *g, const char *fn, int half, int
     acol += half * tc->tmem.sfa_half_stride;
     jit__sb_printf(
         g->sb,
-        "                {\n"
-        "                    const u32 sa = tmem + SFA_COL + %du + 0x%08Xu;\n"
-        "                    const u32 sb = tmem + SFB_COL + %du + sfb_shift + 0x%08Xu;\n"
-        "                    %s(acc + %du, jg_desc(A_DESC_HI, a + %uu), jg_desc(B_DESC_HI, b + "
+        "                    {\n"
+        "                        const u32 sa = tmem + SFA_COL + %du + 0x%08Xu;\n"
+        "                        const u32 sb = tmem + SFB_COL + %du + sfb_shift + 0x%08Xu;\n"
+        "                        %s(acc + %du, jg_desc(A_DESC_HI, a + %uu), jg_desc(B_DESC_HI, b + "
         "%uu),\n"
-        "                           jg_idesc(sa, sb), sa, sb, %s);\n"
-        "                }\n",
+        "                               jg_idesc(sa, sb), sa, sb, %s);\n"
+        "                    }\n",
         acol, aid << 30, bcol, bid << 30, fn, half * tc->tmem.acc_half_stride, a_offset(g, half, k),
         b_offset(g, k), k == 0 ? "kt > 0" : "1u");
 }
@@ -485,6 +489,9 @@ static void emit_mma(const jit__tcg_t *g) {
         "        /* A tile that starts halfway into a 128-row scale block (N 64 or 192) reads its\n"
         "         * SFB 2 columns on: column c of a chunk holds rows 32c..32c+31. */\n"
         "        const u32 sfb_shift = ((u32)t.n0 % 128u) / 32u;\n"
+        "        /* A pair whose rows all lie past M gets no MMA (its A is all padding); the\n"
+        "         * barriers still turn over so every pipeline stays balanced. */\n"
+        "        const bool live = (long long)t.row0 < c.m;\n"
         "        for (u32 kt = 0; kt < K_TILES; ++kt, ++it) {\n"
         "            const u32 s = it % STAGES;\n"
         "            jg_mbar_wait(c.smem + OFF_FULL + 8 * s, (it / STAGES) & 1);\n"
@@ -492,27 +499,29 @@ static void emit_mma(const jit__tcg_t *g) {
         "            const u32 a = c.smem + OFF_A + s * A_STAGE, b = c.smem + OFF_B + s * "
         "B_STAGE;\n"
         "            const u32 sfa = c.smem + OFF_SFA + s * SFA_STAGE;\n"
-        "            const u32 sfb = c.smem + OFF_SFB + s * SFB_STAGE;\n");
+        "            const u32 sfb = c.smem + OFF_SFB + s * SFB_STAGE;\n"
+        "            if (live) {\n");
     for (int k = 0; k < tc->instrs_per_tile_k; k++) {
-        jit__sb_printf(g->sb, "            /* K-block %d */\n", k);
+        jit__sb_printf(g->sb, "                /* K-block %d */\n", k);
         if (tc->breuse) {
-            put(g, "            {\n");
+            put(g, "                {\n");
             /* Interleaved copies: keep-SFA, SFB, reuse-SFA, then the keep and reuse MMAs. */
             emit_sf_copies(g, 0, 0, k);
             emit_sf_copies(g, 1, 0, k);
             emit_sf_copies(g, 0, 1, k);
             emit_one_mma_call(g, "jg_mma_keep", 0, k);
             emit_one_mma_call(g, "jg_mma_reuse", 1, k);
-            put(g, "            }\n");
+            put(g, "                }\n");
         } else {
-            put(g, "            {\n");
+            put(g, "                {\n");
             emit_sf_copies(g, 0, 0, k);
             emit_sf_copies(g, 1, 0, k);
             emit_one_mma_call(g, "jg_mma", 0, k);
-            put(g, "            }\n");
+            put(g, "                }\n");
         }
     }
     put(g,
+        "            }\n"
         "            /* Free the stage in every CTA of the cluster once these MMAs are done. */\n"
         "            jg_mma_commit_mc(c.smem + OFF_EMPTY + 8 * s, c.cluster_mask);\n"
         "        }\n");
@@ -635,8 +644,11 @@ static void emit_epilogue(const jit__tcg_t *g) {
         put(g, "            const u32 col0 = (as ? ACC_COL1 : ACC_COL0) + h * ACC_HALF_STRIDE;\n");
     else
         put(g, "            const u32 col0 = ACC_COL0 + h * ACC_HALF_STRIDE;\n");
-    put(g, "            const int row = t.row0 + (int)(h * CTA_GROUP * 128u + 32u * q);\n"
-           "            for (u32 j = 0; j < EPI_SUBTILES; ++j, ++cs) {\n");
+    put(g,
+        "            const int row = t.row0 + (int)(h * CTA_GROUP * 128u + 32u * q);\n"
+        "            /* Rows past M: nothing to store (the MMA skipped them too). */\n"
+        "            const bool live = (long long)(t.row0 + (int)(h * CTA_GROUP * 128u)) < c.m;\n"
+        "            for (u32 j = 0; j < EPI_SUBTILES; ++j, ++cs) {\n");
     if (tm->overlap && tm->reverse_traversal)
         put(g, "                /* Stage 0 shares its last columns with stage 1: drain it "
                "backwards so\n"
@@ -645,20 +657,23 @@ static void emit_epilogue(const jit__tcg_t *g) {
     else
         put(g, "                const u32 sub = j;\n");
     put(g,
-        "                /* The store that last read this C stage must be done reading. */\n"
-        "                if (lane == 0)\n"
-        "                    jg_bulk_wait_read_slack();\n"
-        "                jg_syncwarp();\n"
         "                const u32 slab = c.smem + OFF_C + (cs % C_STAGES) * C_STAGE + q * "
         "C_SLAB;\n"
         "                const int col = t.n0 + (int)(sub * EPI_ACC_COLS);\n"
+        "                if (live) {\n"
+        "                    /* The store that last read this C stage must be done reading. */\n"
+        "                    if (lane == 0)\n"
+        "                        jg_bulk_wait_read_slack();\n"
+        "                    jg_syncwarp();\n"
         "#pragma unroll\n"
-        "                for (u32 k = 0; k < EPI_ACC_COLS / 16; ++k) {\n"
-        "                    u32 r[16];\n"
-        "                    jg_tmem_ld16(tmem + lanes + col0 + sub * EPI_ACC_COLS + 16 * k, r);\n"
-        "                    jg_tmem_wait_ld();\n"
-        "                    jg_epi_chunk(p, r, slab, lane, row + (int)lane, col + (int)(16 * k), "
-        "k);\n"
+        "                    for (u32 k = 0; k < EPI_ACC_COLS / 16; ++k) {\n"
+        "                        u32 r[16];\n"
+        "                        jg_tmem_ld16(tmem + lanes + col0 + sub * EPI_ACC_COLS + 16 * k, "
+        "r);\n"
+        "                        jg_tmem_wait_ld();\n"
+        "                        jg_epi_chunk(p, r, slab, lane, row + (int)lane, col + (int)(16 * "
+        "k), k);\n"
+        "                    }\n"
         "                }\n");
     if (tm->overlap)
         put(g,
@@ -670,18 +685,21 @@ static void emit_epilogue(const jit__tcg_t *g) {
             "                    if (lane == 0)\n"
             "                        jg_mbar_arrive_remote(c.acc_empty0);\n"
             "                }\n");
-    jit__sb_printf(g->sb,
-                   "                jg_fence_proxy_async();\n"
-                   "                jg_syncwarp();\n"
-                   "                if (lane == 0) {\n"
-                   "                    for (u32 bx = 0; bx < C_BOXES; ++bx)\n"
-                   "                        jg_tma_store_2d(&p.d, slab + bx * 32u * C_BOX_BYTES,\n"
-                   "                                        %s + (int)(bx * C_BOX_COLS), row);\n"
-                   "                    jg_bulk_commit();\n"
-                   "                }\n"
-                   "            }\n"
-                   "        }\n",
-                   swiglu ? "col / 2" : "col");
+    jit__sb_printf(
+        g->sb,
+        "                if (live) {\n"
+        "                    jg_fence_proxy_async();\n"
+        "                    jg_syncwarp();\n"
+        "                    if (lane == 0) {\n"
+        "                        for (u32 bx = 0; bx < C_BOXES; ++bx)\n"
+        "                            jg_tma_store_2d(&p.d, slab + bx * 32u * C_BOX_BYTES,\n"
+        "                                            %s + (int)(bx * C_BOX_COLS), row);\n"
+        "                        jg_bulk_commit();\n"
+        "                    }\n"
+        "                }\n"
+        "            }\n"
+        "        }\n",
+        swiglu ? "col / 2" : "col");
     if (!tm->overlap)
         put(g, "        /* The stage is drained: hand it back to the MMA issuer. */\n"
                "        jg_tc_fence_before();\n"

@@ -1,0 +1,676 @@
+/*
+ * The tcgen05 generator and its host side, checked without a Blackwell or Rubin GPU (none was
+ * available; nothing here executes a kernel):
+ *
+ * - a representative subset of the variant matrix compiles (NVRTC -> PTX -> ptxas through
+ *   nvJitLink) for sm_100a and sm_103a with an NVRTC older than 13.4 when one is installed (the
+ *   system toolkit), and for sm_107a natively with NVRTC >= 13.4 (skipped with a message when
+ *   none is found); a ptxas error fails, registers must be reported, spills must be zero and
+ *   the plan's SMEM must fit the arch;
+ * - the source spells what the plan says (kind, block-scale suffix, cta_group, collector hints,
+ *   TMEM column count), its idesc and SMEM descriptor constants equal the host encoders', and
+ *   generation is deterministic;
+ * - the sm_107a fallback (sm_100f cubin, sm_100a check) drops the PTX 9.4-only forms or is
+ *   refused with a clear message;
+ * - the host side encodes every tensor map within the TMA rules of cuda.h (checked by a
+ *   recording driver table), the boxes add up to the plan's expect_tx bytes, and the launch
+ *   carries the preferred and fallback cluster shapes with a floor-divided grid.
+ * The full matrix is scripts/compile-matrix.sh (bench/compile_matrix.c).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "generate.h"
+#include "tc_launch.h"
+#include "tcgen05_gen.h"
+#include "toolchain.h"
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+typedef struct fmt {
+    const char *name;
+    jit_dtype_t a, b;
+    jit_scale_mode_t scales;
+} fmt_t;
+
+static const fmt_t NVFP4 = {"nvfp4", JIT_DTYPE_E2M1, JIT_DTYPE_E2M1, JIT_SCALE_UE4M3_16};
+static const fmt_t MXFP4 = {"mxfp4", JIT_DTYPE_E2M1, JIT_DTYPE_E2M1, JIT_SCALE_UE8M0_32};
+static const fmt_t MXFP8 = {"mxfp8", JIT_DTYPE_E4M3, JIT_DTYPE_E4M3, JIT_SCALE_UE8M0_32};
+/* FP8 activations (A) with E2M1 weights (B): kind::mxf8f6f4. */
+static const fmt_t MIXED = {"mixed", JIT_DTYPE_E4M3, JIT_DTYPE_E2M1, JIT_SCALE_UE8M0_32};
+static const fmt_t UE5M3 = {"fp4/ue5m3", JIT_DTYPE_E2M1, JIT_DTYPE_E2M1, JIT_SCALE_UE5M3_16};
+
+static const jit__arch_profile_t *arch(const char *name) {
+    const jit__arch_profile_t *a = jit__arch_find(name);
+    cr_assert_not_null(a, "%s", name);
+    return a;
+}
+
+static void plan_of(const char *archname, fmt_t f, int cta_group, int tile_n, int breuse,
+                    jit_epilogue_t epi, jit__plan_t *plan) {
+    jit__gemm_spec_t s = {.n = 4096,
+                          .k = 4096,
+                          .a = f.a,
+                          .b = f.b,
+                          .out = JIT_DTYPE_BF16,
+                          .scales = f.scales,
+                          .epilogue = epi};
+    const jit__arch_profile_t *ap = arch(archname);
+    jit__tc_variant_t v = {cta_group, tile_n, breuse};
+    jit__diag_t d;
+    jit__diag_init(&d);
+    jit_status_t st = jit__plan_tc_make_variant(&s, 4, ap->default_sm_count, ap, &v, plan, &d);
+    cr_assert_eq(st, JIT_OK, "plan %s %s cta_group %d N %d breuse %d: %s", archname, f.name,
+                 cta_group, tile_n, breuse, d.msg);
+}
+
+static char *generate(const jit__plan_t *plan, const jit__toolchain_id_t *id, const char *target,
+                      int fallback) {
+    jit__key_t key;
+    jit__key_make(plan, id, target, fallback, &key);
+    char *src = NULL;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    jit_status_t st = jit__generate(plan, &key, &src, &d);
+    cr_assert_eq(st, JIT_OK, "generate for %s: %s", target, d.msg);
+    cr_assert_not_null(src);
+    return src;
+}
+
+static int count(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* A toolchain older than 13.4 (the system NVRTC here), else the newest one. */
+static const jit__toolchain_t *pre_rubin_toolchain(void) {
+    const jit__toolchain_t *tc = jit__toolchain_newest_up_to(13, 3);
+    if (tc)
+        return tc;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    if (jit__toolchain_get(NULL, &tc, &d) != JIT_OK)
+        cr_skip("no NVRTC found: %s", d.msg);
+    return tc;
+}
+
+static const jit__toolchain_t *rubin_toolchain(void) {
+    const jit__toolchain_t *tc;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    if (jit__toolchain_get(NULL, &tc, &d) != JIT_OK || !jit__toolchain_supports(tc, 107))
+        cr_skip("no NVRTC >= 13.4 with sm_107a found (run scripts/setup.sh): sm_107a native "
+                "compiles not checked");
+    return tc;
+}
+
+/* Compile the plan's source for `target` and hold ptxas to the rules: no error, a register
+ * count, no spills, the plan's SMEM within the arch budget, the PTX ISA version it needs. */
+static void compile_checked(const jit__toolchain_t *tc, const jit__plan_t *plan, const char *target,
+                            int fallback, const char *what) {
+    char *src = generate(plan, &tc->id, target, fallback);
+    jit__compiled_t c;
+    memset(&c, 0, sizeof(c));
+    jit__diag_t d;
+    jit__diag_init(&d);
+    jit_status_t st = jit__compile(tc, src, "tcgen05.cu", target, 1, &c, &d);
+    cr_assert_eq(st, JIT_OK, "%s for %s (NVRTC %d.%d): %s\n%s", what, target, tc->id.nvrtc_major,
+                 tc->id.nvrtc_minor, d.msg, d.log ? d.log : "");
+    cr_assert_gt(c.cubin_size, 0);
+    cr_assert_gt(c.registers, 0, "%s: no register count in the ptxas report:\n%s", what, c.log);
+    cr_assert_eq(c.spill_stores + c.spill_loads, 0, "%s for %s spills:\n%s", what, target, c.log);
+    uint32_t smem = plan->smem_bytes + (uint32_t)c.smem_static_bytes;
+    cr_assert_leq(smem, plan->arch->smem_per_cta, "%s: %u bytes of SMEM > %u on %s", what, smem,
+                  plan->arch->smem_per_cta, plan->arch->name);
+    cr_assert(strstr(c.ptx, ".entry jitgemm_tcgen05_blockscaled"), "%s", what);
+    int vmaj = 0, vmin = 0, nmaj = 0, nmin = 0;
+    const char *v = strstr(c.ptx, ".version ");
+    cr_assert(v && sscanf(v, ".version %d.%d", &vmaj, &vmin) == 2);
+    /* A fallback build needs only the .block16/.block32 spelling (PTX 8.8), not sm_107a's 9.4. */
+    cr_assert_eq(sscanf(fallback ? "8.8" : plan->tc.ptx_version_min, "%d.%d", &nmaj, &nmin), 2);
+    cr_assert(vmaj * 10 + vmin >= nmaj * 10 + nmin, "%s: PTX %d.%d < %s", what, vmaj, vmin,
+              plan->tc.ptx_version_min);
+    jit__compiled_free(&c);
+    jit__diag_clear(&d);
+    free(src);
+}
+
+/* The source spells what the plan says. */
+static void check_spellings(const jit__plan_t *plan, const char *src, int native) {
+    const jit__tc_plan_t *tc = &plan->tc;
+    char want[256];
+    snprintf(want, sizeof(want), "tcgen05.mma.cta_group::%d.kind::%s.block_scale%s", tc->cta_group,
+             jit__tc_kind_name(tc->kind), tc->kind_suffix);
+    cr_assert(strstr(src, want), "missing %s", want);
+    /* One kernel cannot mix cta_group::1 and ::2 tcgen05 instructions (ptxas error). */
+    cr_assert_null(strstr(src, tc->cta_group == 2 ? ".cta_group::1" : ".cta_group::2"));
+    if (tc->kind == JIT_TC_KIND_MXF8F6F4) {
+        cr_assert_null(strstr(src, ".block16"));
+    }
+    if (plan->spec.scales == JIT_SCALE_UE4M3_16 || plan->spec.scales == JIT_SCALE_UE5M3_16)
+        cr_assert(strstr(src, ".block_scale.block16"));
+    if (plan->spec.scales == JIT_SCALE_UE8M0_32 && tc->kind != JIT_TC_KIND_MXF8F6F4)
+        cr_assert(strstr(src, ".block_scale.block32"));
+    cr_assert_null(strstr(src, "scale_vec"), "the family-safe .blockN spelling only");
+
+    int exclusive = tc->tmem.allocated_columns > 512;
+    snprintf(want, sizeof(want),
+             "tcgen05.alloc.cta_group::%d%s.sync.aligned.shared::cta.b32 [%%0], %d;", tc->cta_group,
+             exclusive ? ".exclusive" : "", tc->tmem.allocated_columns);
+    cr_assert(strstr(src, want), "missing %s", want);
+    snprintf(want, sizeof(want), "tcgen05.dealloc.cta_group::%d%s.sync.aligned.b32 %%0, %d;",
+             tc->cta_group, exclusive ? ".exclusive" : "", tc->tmem.allocated_columns);
+    cr_assert(strstr(src, want), "missing %s", want);
+
+    int collectors = tc->breuse && native;
+    cr_assert_eq(strstr(src, ".collector::b::fill") != NULL, collectors);
+    cr_assert_eq(strstr(src, ".collector::b::lastuse") != NULL, collectors);
+
+    /* The descriptor constants are the host encoders' values. */
+    jit__tc_idesc_params_t ip = {.kind = tc->kind,
+                                 .a = plan->spec.a,
+                                 .b = plan->spec.b,
+                                 .sf = tc->scale_format,
+                                 .sf_vec = tc->sf_vec,
+                                 .m = tc->instr_m,
+                                 .n = tc->instr_n,
+                                 .k = tc->instr_k,
+                                 .cta_group = tc->cta_group};
+    uint32_t idesc = 0;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    cr_assert_eq(jit__tc_idesc(plan->arch, &ip, &idesc, &d), JIT_OK, "%s", d.msg);
+    snprintf(want, sizeof(want), "    IDESC = 0x%08Xu,", idesc);
+    cr_assert(strstr(src, want), "missing %s", want);
+    snprintf(want, sizeof(want), "    A_DESC_HI = 0x%016llXull,",
+             (unsigned long long)jit__tc_smem_desc(0, tc->a.lbo, tc->a.sbo, tc->a.swizzle, 0));
+    cr_assert(strstr(src, want), "missing %s", want);
+    snprintf(want, sizeof(want), "    B_DESC_HI = 0x%016llXull,",
+             (unsigned long long)jit__tc_smem_desc(0, tc->b.lbo, tc->b.sbo, tc->b.swizzle, 0));
+    cr_assert(strstr(src, want), "missing %s", want);
+    /* The SF IDs are masked before and after the shift (trap: sign extension). */
+    cr_assert(strstr(src, "(((sfa_tmem & 0xC0000000u) >> 30) << 29)"));
+    cr_assert(strstr(src, "(((sfb_tmem & 0xC0000000u) >> 30) << 4)"));
+
+    /* One tcgen05.cp per 512-byte scale chunk of a stage, one MMA per instruction and M-half. */
+    int halves = tc->breuse ? 2 : 1;
+    int chunks = tc->sfa_chunks_k * (halves + tc->sfb_row_blocks);
+    cr_assert_eq(count(src, "jg_utccp(tmem"), chunks);
+    cr_assert_eq(count(src, "jg_mma(acc") + count(src, "jg_mma_keep(acc") +
+                     count(src, "jg_mma_reuse(acc"),
+                 tc->instrs_per_tile_k * halves);
+    cr_assert_null(strstr(src, "#include"), "generated code includes no header");
+}
+
+static void check_plan_source(const char *archname, fmt_t f, int cg, int tile_n, int breuse) {
+    jit__plan_t plan;
+    plan_of(archname, f, cg, tile_n, breuse, JIT_EPILOGUE_LINEAR, &plan);
+    jit__toolchain_id_t id = {13, 5, 13, 5};
+    char *src = generate(&plan, &id, plan.arch->native_target, 0);
+    check_spellings(&plan, src, 1);
+    free(src);
+}
+
+/* ---- compiles ---------------------------------------------------------------------------- */
+
+static void compile_subset(const jit__toolchain_t *tc, const char *archname) {
+    jit__plan_t plan;
+    plan_of(archname, NVFP4, 1, 128, -1, JIT_EPILOGUE_LINEAR, &plan);
+    compile_checked(tc, &plan, archname, 0, "NVFP4 1-CTA N128");
+    plan_of(archname, MXFP8, 2, 256, -1, JIT_EPILOGUE_LINEAR_ADD, &plan);
+    compile_checked(tc, &plan, archname, 0, "MXFP8 2-CTA N256 linear_add");
+    plan_of(archname, MIXED, 2, 256, -1, JIT_EPILOGUE_LINEAR_SWIGLU, &plan);
+    compile_checked(tc, &plan, archname, 0, "FP8 x FP4 2-CTA N256 swiglu");
+}
+
+Test(codegen_tc, compiles_for_sm_100a, .timeout = 300) {
+    compile_subset(pre_rubin_toolchain(), "sm_100a");
+}
+
+Test(codegen_tc, compiles_for_sm_103a, .timeout = 300) {
+    compile_subset(pre_rubin_toolchain(), "sm_103a");
+}
+
+Test(codegen_tc, compiles_for_sm_107a_natively, .timeout = 300) {
+    const jit__toolchain_t *tc = rubin_toolchain();
+    compile_subset(tc, "sm_107a");
+    jit__plan_t plan;
+    plan_of("sm_107a", NVFP4, 2, 256, 1, JIT_EPILOGUE_LINEAR, &plan);
+    cr_assert_eq(plan.tc.tmem.allocated_columns, 576, "B-reuse at N 256 fills TMEM");
+    compile_checked(tc, &plan, "sm_107a", 0, "NVFP4 B-reuse M512 N256");
+    plan_of("sm_107a", UE5M3, 2, 256, -1, JIT_EPILOGUE_LINEAR, &plan);
+    compile_checked(tc, &plan, "sm_107a", 0, "FP4 with UE5M3 scales");
+}
+
+/* The sm_100a overlapping accumulators (2 x 256 + scales > 512): reverse traversal and an
+ * early release at the plan's sub-tile. */
+Test(codegen_tc, overlapping_accumulators_on_sm_100a, .timeout = 120) {
+    jit__plan_t plan;
+    plan_of("sm_100a", NVFP4, 2, 256, -1, JIT_EPILOGUE_LINEAR, &plan);
+    cr_assert(plan.tc.tmem.overlap, "2 x 256 + 48 columns do not fit in 512");
+    const jit__toolchain_t *tc = pre_rubin_toolchain();
+    char *src = generate(&plan, &tc->id, "sm_100a", 0);
+    check_spellings(&plan, src, 1);
+    char want[96];
+    snprintf(want, sizeof(want), "    ACC_COL1 = %d,", plan.tc.tmem.acc[1].first_column);
+    cr_assert(strstr(src, want), "missing %s", want);
+    snprintf(want, sizeof(want), "    RELEASE_AFTER = %d,", plan.tc.tmem.early_release_subtile + 1);
+    cr_assert(strstr(src, want), "missing %s", want);
+    cr_assert(strstr(src, "as == 0 ? EPI_SUBTILES - 1 - j : j"), "stage 0 drains backwards");
+    free(src);
+    compile_checked(tc, &plan, "sm_100a", 0, "NVFP4 2-CTA N256 overlapping accumulators");
+    /* sm_107a has the columns: the same tile gets disjoint stages and no reverse drain. */
+    plan_of("sm_107a", NVFP4, 2, 256, -1, JIT_EPILOGUE_LINEAR, &plan);
+    cr_assert_not(plan.tc.tmem.overlap);
+    src = generate(&plan, &tc->id, "sm_107a", 0);
+    cr_assert_null(strstr(src, "RELEASE_AFTER"));
+    cr_assert_null(strstr(src, "EPI_SUBTILES - 1 - j"));
+    free(src);
+}
+
+/* ---- the sm_107a fallback ---------------------------------------------------------------- */
+
+Test(codegen_tc, sm_107a_fallback_builds_without_ptx_9_4_forms, .timeout = 300) {
+    const jit__toolchain_t *tc = pre_rubin_toolchain();
+    const jit__arch_profile_t *ap = arch("sm_107a");
+    /* B-reuse at N 64 fits in 512 columns, so only the collector hints are 9.4-only. */
+    jit__plan_t plan;
+    plan_of("sm_107a", NVFP4, 2, 64, 1, JIT_EPILOGUE_LINEAR, &plan);
+    cr_assert_leq(plan.tc.tmem.allocated_columns, 512);
+    char *native = generate(&plan, &tc->id, "sm_107a", 0);
+    char *fb = generate(&plan, &tc->id, ap->fallback_target, 1);
+    check_spellings(&plan, native, 1);
+    check_spellings(&plan, fb, 0);
+    cr_assert(strstr(fb, "jg_mma_keep(acc") && strstr(fb, "jg_mma_reuse(acc"),
+              "the fallback keeps both MMAs of a K-block");
+    cr_assert_null(strstr(fb, ".exclusive"));
+    free(native);
+    free(fb);
+    compile_checked(tc, &plan, ap->fallback_target, 1, "sm_107a B-reuse N64, fallback cubin");
+    compile_checked(tc, &plan, ap->check_target, 1, "sm_107a B-reuse N64, sm_100a check");
+}
+
+Test(codegen_tc, sm_107a_fallback_refuses_a_576_column_plan) {
+    jit__plan_t plan;
+    plan_of("sm_107a", NVFP4, 2, 256, 1, JIT_EPILOGUE_LINEAR, &plan);
+    jit__toolchain_id_t old = {13, 0, 13, 0};
+    jit__key_t key;
+    jit__key_make(&plan, &old, "sm_100f", 1, &key);
+    char *src = (char *)"untouched";
+    jit__diag_t d;
+    jit__diag_init(&d);
+    cr_assert_eq(jit__generate(&plan, &key, &src, &d), JIT_TOOLCHAIN_NOT_FOUND);
+    cr_assert_null(src);
+    cr_assert(strstr(d.msg, "576 TMEM columns") && strstr(d.msg, "exclusive") &&
+                  strstr(d.msg, "13.4"),
+              "%s", d.msg);
+}
+
+/* ---- source properties ------------------------------------------------------------------- */
+
+Test(codegen_tc, spellings_follow_the_plan) {
+    check_plan_source("sm_100a", NVFP4, 1, 128, -1);
+    check_plan_source("sm_100a", MXFP4, 1, 256, -1);
+    check_plan_source("sm_100a", MXFP8, 2, 256, -1);
+    check_plan_source("sm_100a", MIXED, 1, 64, -1);
+    check_plan_source("sm_103a", MIXED, 2, 192, -1);
+    check_plan_source("sm_107a", NVFP4, 1, 128, -1);
+    check_plan_source("sm_107a", MIXED, 2, 256, -1);
+    check_plan_source("sm_107a", MXFP4, 2, 192, 1);
+    check_plan_source("sm_107a", UE5M3, 1, 64, -1);
+}
+
+Test(codegen_tc, mixed_precision_reads_e2m1_as_code_5) {
+    jit__plan_t plan;
+    plan_of("sm_107a", MIXED, 1, 128, -1, JIT_EPILOGUE_LINEAR, &plan);
+    cr_assert_eq(plan.tc.kind, JIT_TC_KIND_MXF8F6F4);
+    jit__tc_idesc_fields_t f;
+    jit__tc_idesc_decode(plan.tc.idesc, plan.tc.kind, plan.arch, &f);
+    cr_assert_eq(f.a_format, 0u, "E4M3 under mxf8f6f4");
+    cr_assert_eq(f.b_format, 5u, "E2M1 under mxf8f6f4 is 5; 1 would read as E5M2");
+    cr_assert_eq(f.k, 64);
+    jit__toolchain_id_t id = {13, 5, 13, 5};
+    char *src = generate(&plan, &id, "sm_107a", 0);
+    cr_assert(strstr(src, "kind::mxf8f6f4"));
+    /* The packed FP4 operand of an sm_107a mixed MMA is SW64 with 64-byte rows. */
+    cr_assert_eq(plan.tc.b.swizzle, JIT_TC_SWIZZLE_64B);
+    cr_assert(strstr(src, "    B_BOX_BYTES = 64,"));
+    free(src);
+}
+
+/* B-reuse: per K-block the copies go keep-SFA, SFB, reuse-SFA, then the keep and reuse MMAs,
+ * which read the same B descriptor. */
+Test(codegen_tc, breuse_interleaves_scale_copies_per_k_block) {
+    jit__plan_t plan;
+    plan_of("sm_107a", NVFP4, 2, 256, 1, JIT_EPILOGUE_LINEAR, &plan);
+    jit__toolchain_id_t id = {13, 5, 13, 5};
+    char *src = generate(&plan, &id, "sm_107a", 0);
+    const char *k0 = strstr(src, "/* K-block 0 */");
+    const char *k1 = strstr(src, "/* K-block 1 */");
+    cr_assert(k0 && k1 && k0 < k1);
+    char half1[64];
+    snprintf(half1, sizeof(half1), "jg_utccp(tmem + SFA_COL + %du,", plan.tc.tmem.sfa_half_stride);
+    const char *keep_sfa = strstr(k0, "jg_utccp(tmem + SFA_COL + 0u,");
+    const char *sfb = strstr(k0, "jg_utccp(tmem + SFB_COL + 0u,");
+    const char *reuse_sfa = strstr(k0, half1);
+    const char *keep = strstr(k0, "jg_mma_keep(acc + 0u");
+    const char *reuse = strstr(k0, "jg_mma_reuse(acc + ");
+    cr_assert(keep_sfa && sfb && reuse_sfa && keep && reuse);
+    cr_assert(keep_sfa < sfb && sfb < reuse_sfa && reuse_sfa < keep && keep < reuse && reuse < k1,
+              "copy/MMA order inside K-block 0");
+    /* Both MMAs of the K-block read B at the same offset. */
+    const char *bk = strstr(keep, "jg_desc(B_DESC_HI, b + ");
+    const char *br = strstr(reuse, "jg_desc(B_DESC_HI, b + ");
+    cr_assert(bk && br);
+    cr_assert_eq(strncmp(bk, br, strlen("jg_desc(B_DESC_HI, b + 0u)")), 0);
+    free(src);
+}
+
+Test(codegen_tc, generation_is_deterministic) {
+    jit__plan_t p1, p2;
+    plan_of("sm_107a", NVFP4, 2, 256, 1, JIT_EPILOGUE_LINEAR_SWIGLU, &p1);
+    plan_of("sm_107a", NVFP4, 2, 256, 1, JIT_EPILOGUE_LINEAR_SWIGLU, &p2);
+    jit__toolchain_id_t id = {13, 5, 13, 5};
+    char *a = generate(&p1, &id, "sm_107a", 0);
+    char *b = generate(&p2, &id, "sm_107a", 0);
+    cr_assert_str_eq(a, b, "same plan, same source");
+    free(b);
+    plan_of("sm_107a", NVFP4, 2, 192, 1, JIT_EPILOGUE_LINEAR_SWIGLU, &p2);
+    b = generate(&p2, &id, "sm_107a", 0);
+    cr_assert_str_neq(a, b, "another tile, another source");
+    free(a);
+    free(b);
+}
+
+/* The parameter block the host fills is the one the kernel reads: the generated struct carries
+ * static_asserts with the host's offsets, so a drift fails the compile above. */
+Test(codegen_tc, parameter_block_layout) {
+    cr_assert_eq(sizeof(jit__tc_tmap_t), 128);
+    cr_assert_eq(sizeof(jit__tc_params_t) % 64, 0);
+    cr_assert_eq(offsetof(jit__tc_params_t, sfa) % 64, 0);
+    cr_assert_eq(offsetof(jit__tc_params_t, d) % 64, 0);
+    jit__plan_t plan;
+    plan_of("sm_100a", MXFP8, 1, 128, -1, JIT_EPILOGUE_LINEAR, &plan);
+    jit__toolchain_id_t id = {13, 0, 13, 0};
+    char *src = generate(&plan, &id, "sm_100a", 0);
+    char want[128];
+    snprintf(want, sizeof(want), "static_assert(sizeof(jg_params_t) == %zu,",
+             sizeof(jit__tc_params_t));
+    cr_assert(strstr(src, want), "missing %s", want);
+    snprintf(want, sizeof(want), "static_assert(__INTADDR__(&((jg_params_t *)0)->alpha) == %zu,",
+             offsetof(jit__tc_params_t, alpha));
+    cr_assert(strstr(src, want), "missing %s", want);
+    free(src);
+}
+
+/* ---- host side with a recording driver --------------------------------------------------- */
+
+typedef struct recorded_map {
+    CUtensorMapDataType dtype;
+    unsigned rank;
+    cuuint64_t dims[5], strides[4];
+    cuuint32_t box[5];
+    CUtensorMapSwizzle swizzle;
+} recorded_map_t;
+
+static recorded_map_t g_maps[16];
+static int g_n_maps;
+static CUlaunchConfig g_cfg;
+static CUlaunchAttribute g_attrs[4];
+static int g_launches;
+static int g_occ_preferred = 37, g_occ_fallback = 74;
+
+static unsigned elem_bytes(CUtensorMapDataType t) {
+    switch (t) {
+    case CU_TENSOR_MAP_DATA_TYPE_UINT8:
+        return 1;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT16:
+    case CU_TENSOR_MAP_DATA_TYPE_BFLOAT16:
+        return 2;
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT32:
+        return 4;
+    default:
+        return 0; /* the 4-bit types are checked separately */
+    }
+}
+
+/* The cuTensorMapEncodeTiled rules of cuda.h (facts sheet 7), enforced. */
+static CUresult fake_encode(CUtensorMap *map, CUtensorMapDataType dt, cuuint32_t rank, void *addr,
+                            const cuuint64_t *dims, const cuuint64_t *strides,
+                            const cuuint32_t *box, const cuuint32_t *es, CUtensorMapInterleave il,
+                            CUtensorMapSwizzle sw, CUtensorMapL2promotion l2,
+                            CUtensorMapFloatOOBfill oob) {
+    (void)l2;
+    if (rank < 1 || rank > 5 || il != CU_TENSOR_MAP_INTERLEAVE_NONE ||
+        oob != CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+        return CUDA_ERROR_INVALID_VALUE;
+    int u4 = dt == CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B;
+    if ((uintptr_t)addr % (u4 ? 32 : 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < rank; i++) {
+        if (dims[i] == 0 || dims[i] > (1ull << 32) || box[i] == 0 || box[i] > 256 || es[i] != 1)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (i > 0 && (strides[i - 1] % (u4 ? 32 : 16) || strides[i - 1] >= (1ull << 40)))
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    unsigned inner = u4 ? box[0] : box[0] * elem_bytes(dt);
+    if (!u4 && (elem_bytes(dt) == 0 || inner % 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (u4 && (box[0] != 128 || dims[0] % 128))
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned span = sw == CU_TENSOR_MAP_SWIZZLE_128B  ? 128
+                    : sw == CU_TENSOR_MAP_SWIZZLE_64B ? 64
+                    : sw == CU_TENSOR_MAP_SWIZZLE_32B ? 32
+                                                      : 0;
+    if (span && inner > span)
+        return CUDA_ERROR_INVALID_VALUE;
+    cr_assert_lt(g_n_maps, 16);
+    recorded_map_t *r = &g_maps[g_n_maps++];
+    r->dtype = dt;
+    r->rank = rank;
+    r->swizzle = sw;
+    for (unsigned i = 0; i < rank; i++) {
+        r->dims[i] = dims[i];
+        r->box[i] = box[i];
+        if (i > 0)
+            r->strides[i - 1] = strides[i - 1];
+    }
+    memset(map, 0xA5, sizeof(*map));
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_error_name(CUresult r, const char **s) {
+    (void)r;
+    *s = "CUDA_ERROR_INVALID_VALUE";
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_launch(const CUlaunchConfig *cfg, CUfunction f, void **args, void **extra) {
+    (void)f;
+    (void)extra;
+    cr_assert_not_null(args);
+    g_cfg = *cfg;
+    for (unsigned i = 0; i < cfg->numAttrs && i < 4; i++)
+        g_attrs[i] = cfg->attrs[i];
+    g_launches++;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_occupancy(int *n, CUfunction f, const CUlaunchConfig *cfg) {
+    (void)f;
+    cr_assert_eq(cfg->numAttrs, 1);
+    unsigned size = cfg->attrs[0].value.clusterDim.x * cfg->attrs[0].value.clusterDim.y;
+    *n = size >= 4 ? g_occ_preferred : g_occ_fallback;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_set_attr(CUfunction f, CUfunction_attribute a, int v) {
+    (void)f;
+    (void)a;
+    (void)v;
+    return CUDA_SUCCESS;
+}
+
+static jit__driver_t fake_driver(void) {
+    jit__driver_t drv;
+    memset(&drv, 0, sizeof(drv));
+    drv.cuTensorMapEncodeTiled = fake_encode;
+    drv.cuGetErrorName = fake_error_name;
+    drv.cuGetErrorString = fake_error_name;
+    drv.cuLaunchKernelEx = fake_launch;
+    drv.cuOccupancyMaxActiveClusters = fake_occupancy;
+    drv.cuFuncSetAttribute = fake_set_attr;
+    return drv;
+}
+
+/* Bytes one tensor-map box moves from GMEM (packed FP4 counts half a byte per element). */
+static uint64_t box_gmem_bytes(const recorded_map_t *m, const jit__tc_operand_t *op) {
+    uint64_t n = 1;
+    for (unsigned i = 1; i < m->rank; i++)
+        n *= m->box[i];
+    if (m->dtype == CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B)
+        return n * m->box[0] / 2;
+    (void)op;
+    return n * m->box[0] * elem_bytes(m->dtype);
+}
+
+static void encode_and_check(const char *archname, fmt_t f, int cg, int tile_n, int breuse) {
+    jit__plan_t plan;
+    plan_of(archname, f, cg, tile_n, breuse, JIT_EPILOGUE_LINEAR_ADD, &plan);
+    jit__driver_t drv = fake_driver();
+    static _Alignas(256) unsigned char buf[6][256];
+    jit_operands_t ops;
+    jit_operands_init(&ops);
+    ops.a = buf[0];
+    ops.b = buf[1];
+    ops.scale_a = buf[2];
+    ops.scale_b = buf[3];
+    ops.residual = buf[4];
+    ops.d = buf[5];
+    jit__tc_shape_t sh = {.m = 1345, .n = plan.spec.n, .k = plan.spec.k};
+    jit__tc_params_t params;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    g_n_maps = 0;
+    jit_status_t st = jit__tc_params_build(&drv, &plan, &sh, &ops, 1.0f, 0, buf[0], 8, &params, &d);
+    cr_assert_eq(st, JIT_OK, "%s %s cg%d N%d: %s", archname, f.name, cg, tile_n, d.msg);
+    cr_assert_eq(g_n_maps, 7, "A, B (preferred and fallback), SFA, SFB, D");
+    const recorded_map_t *a = &g_maps[0], *b = &g_maps[2], *sfa = &g_maps[4], *sfb = &g_maps[5];
+    const jit__tc_plan_t *tc = &plan.tc;
+    int halves = tc->breuse ? 2 : 1;
+    /* Every CTA receives its whole A and B tiles (from its own and its multicast partners'
+     * slices) and its scales: that sum is what the pair leader's barrier expects. */
+    uint64_t bytes = (uint64_t)halves * (uint64_t)tc->a.boxes_per_stage * (128 / a->box[1]) *
+                         box_gmem_bytes(a, &tc->a) +
+                     (uint64_t)tc->b.boxes_per_stage * ((uint64_t)tc->b.rows / b->box[1]) *
+                         box_gmem_bytes(b, &tc->b) +
+                     (uint64_t)halves * box_gmem_bytes(sfa, NULL) + box_gmem_bytes(sfb, NULL);
+    cr_assert_eq(bytes, tc->expect_tx_bytes, "%s %s cg%d N%d: boxes move %llu bytes, expect_tx %u",
+                 archname, f.name, cg, tile_n, (unsigned long long)bytes, tc->expect_tx_bytes);
+    /* The SMEM the boxes fill is the plan's stage. */
+    cr_assert_eq((uint64_t)sfb->box[0] * 2 * sfb->box[1] * sfb->box[2], tc->sfb_stage_bytes);
+    cr_assert_eq((uint64_t)halves * sfa->box[0] * 2 * sfa->box[1], tc->sfa_stage_bytes);
+    cr_assert_eq(params.m, 1345);
+    cr_assert_eq(params.ld_residual, plan.spec.n);
+    cr_assert_eq(params.token_slots, 8u);
+}
+
+Test(codegen_tc, tensor_maps_follow_the_tma_rules) {
+    encode_and_check("sm_100a", NVFP4, 1, 128, -1);
+    encode_and_check("sm_100a", MIXED, 2, 256, -1); /* the unpacked 16U4 type */
+    encode_and_check("sm_103a", MXFP8, 2, 192, -1);
+    encode_and_check("sm_107a", NVFP4, 2, 256, 1);
+    encode_and_check("sm_107a", MIXED, 1, 64, -1); /* the packed SW64 operand */
+    encode_and_check("sm_107a", UE5M3, 2, 128, -1);
+}
+
+Test(codegen_tc, tensor_maps_refuse_bad_strides) {
+    jit__plan_t plan;
+    plan_of("sm_100a", MIXED, 1, 128, -1, JIT_EPILOGUE_LINEAR, &plan);
+    jit__tc_tma_geom_t g;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    jit__tc_shape_t sh = {.m = 64, .n = 4096, .k = 4096, .ldb = 4112};
+    /* 4112 e2m1 = 2056 bytes: 16-byte aligned but not 32, which the unpacked type needs. */
+    cr_assert_eq(jit__tc_tma_geom(&plan, JIT_TC_MAP_B, 0, &sh, &g, &d), JIT_MISALIGNED);
+    cr_assert(strstr(d.msg, "multiple of 32"), "%s", d.msg);
+    jit__diag_init(&d);
+    sh.ldb = 0;
+    sh.ldd = 4100; /* 8200 bytes of BF16 */
+    cr_assert_eq(jit__tc_tma_geom(&plan, JIT_TC_MAP_D, 0, &sh, &g, &d), JIT_MISALIGNED);
+}
+
+Test(codegen_tc, mixed_cluster_launch) {
+    jit__plan_t plan;
+    plan_of("sm_107a", NVFP4, 2, 256, 1, JIT_EPILOGUE_LINEAR, &plan);
+    cr_assert_eq(plan.cluster_m, 4);
+    cr_assert_eq(plan.fallback_cluster_m, 2);
+    jit__driver_t drv = fake_driver();
+    jit__tc_launch_dims_t dims;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    g_occ_preferred = 30;
+    g_occ_fallback = 73; /* 146 CTAs as 2x1 clusters */
+    cr_assert_eq(jit__tc_launch_dims_query(&drv, NULL, &plan, NULL, &dims, &d), JIT_OK, "%s",
+                 d.msg);
+    /* Floor division: 146 / 4 = 36 preferred-sized regions, never 37 (a second wave). */
+    cr_assert_eq(dims.grid[0], 4);
+    cr_assert_eq(dims.grid[1], 1);
+    cr_assert_eq(dims.grid[2], 36);
+    cr_assert_eq(dims.split_factor, 2);
+    cr_assert_eq(dims.token_slots, 72u);
+    jit__tc_params_t params;
+    memset(&params, 0, sizeof(params));
+    params.token_slots = dims.token_slots - 1;
+    g_launches = 0;
+    cr_assert_eq(jit__tc_launch(&drv, NULL, &plan, &dims, &params, NULL, &d), JIT_INVALID_ARGUMENT,
+                 "too few token slots must be refused");
+    cr_assert_eq(g_launches, 0);
+    params.token_slots = dims.token_slots;
+    jit__diag_init(&d);
+    cr_assert_eq(jit__tc_launch(&drv, NULL, &plan, &dims, &params, NULL, &d), JIT_OK, "%s", d.msg);
+    cr_assert_eq(g_launches, 1);
+    cr_assert_eq(g_cfg.numAttrs, 2);
+    cr_assert_eq(g_attrs[0].id, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+    cr_assert_eq(g_attrs[0].value.clusterDim.x, 2, "the regular cluster is the fallback");
+    cr_assert_eq(g_attrs[1].id, CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION);
+    cr_assert_eq(g_attrs[1].value.preferredClusterDim.x, 4);
+    cr_assert_eq(g_attrs[1].value.preferredClusterDim.x % g_attrs[0].value.clusterDim.x, 0);
+    cr_assert_eq(g_cfg.gridDimX % g_attrs[1].value.preferredClusterDim.x, 0);
+    cr_assert_eq(g_cfg.blockDimX, (unsigned)plan.threads);
+    cr_assert_eq(g_cfg.sharedMemBytes, plan.smem_bytes);
+    /* A device too small for one preferred cluster is a clear error. */
+    jit__diag_init(&d);
+    cr_assert_eq(jit__tc_launch_dims(&plan, 0, 1, &dims, &d), JIT_PLAN_FAILED);
+    cr_assert_gt(jit__tc_workspace_bytes(72), 72 * 8);
+}
+
+Test(codegen_tc, single_cluster_shape_launch) {
+    jit__plan_t plan;
+    jit__gemm_spec_t s = {.n = 4096,
+                          .k = 4096,
+                          .a = JIT_DTYPE_E4M3,
+                          .b = JIT_DTYPE_E4M3,
+                          .out = JIT_DTYPE_BF16,
+                          .scales = JIT_SCALE_UE8M0_32,
+                          .epilogue = JIT_EPILOGUE_LINEAR};
+    jit__diag_t d;
+    jit__diag_init(&d);
+    /* Decode-sized band: one CTA per cluster, no fallback shape. */
+    cr_assert_eq(jit__plan_tc_make(&s, 0, 148, arch("sm_100a"), &plan, &d), JIT_OK, "%s", d.msg);
+    cr_assert_eq(plan.fallback_cluster_m, 0);
+    jit__tc_launch_dims_t dims;
+    cr_assert_eq(jit__tc_launch_dims(&plan, 148, 0, &dims, &d), JIT_OK, "%s", d.msg);
+    CUlaunchConfig cfg;
+    CUlaunchAttribute attrs[2];
+    jit__tc_launch_config(&plan, &dims, NULL, &cfg, attrs);
+    cr_assert_eq(cfg.numAttrs, 1);
+    cr_assert_eq(attrs[0].id, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+    cr_assert_eq(cfg.gridDimZ, 148);
+    cr_assert_eq(dims.token_slots, 0u);
+}
