@@ -17,6 +17,9 @@
 #include "cache_private.h"
 #include "test_cache_fixture.h"
 
+TestSuite(cache_dir, .fini = tc_cleanup);
+TestSuite(cache_store, .fini = tc_cleanup);
+
 /* ---- directory resolution ------------------------------------------------------------------ */
 
 static const char *resolve(const char *dir) {
@@ -52,7 +55,7 @@ Test(cache_dir, too_long_is_an_error) {
 }
 
 Test(cache_dir, created_private_with_parents) {
-    char *root = jt_mkdtemp("cache-create");
+    char *root = tc_mkdtemp("cache-create");
     char dir[4200], sub[4300];
     snprintf(dir, sizeof(dir), "%s/a/b/cache", root);
     umask(0277); /* a hostile umask must not leave the cache unwritable or half-open */
@@ -78,7 +81,7 @@ Test(cache_dir, created_private_with_parents) {
 }
 
 Test(cache_dir, max_bytes_from_environment) {
-    char *dir = jt_mkdtemp("cache-env");
+    char *dir = tc_mkdtemp("cache-env");
     jit__cache_t *c = NULL;
     jit__diag_t d;
     jit__diag_init(&d);
@@ -115,7 +118,7 @@ static json_t *load_json(const char *path) {
 }
 
 Test(cache_store, put_then_get_round_trips_every_field) {
-    char *dir = jt_mkdtemp("cache-rt");
+    char *dir = tc_mkdtemp("cache-rt");
     jit__cache_t *c = tc_open(dir, 0);
     jit__cache_entry_t want, got;
     tc_make_entry(&want, 7);
@@ -182,7 +185,7 @@ Test(cache_store, put_then_get_round_trips_every_field) {
 }
 
 Test(cache_store, manifest_holds_the_entry_object) {
-    char *dir = jt_mkdtemp("cache-manifest");
+    char *dir = tc_mkdtemp("cache-manifest");
     jit__cache_t *c = tc_open(dir, 0);
     jit__cache_entry_t e;
     tc_put(c, 1, 300, NULL);
@@ -267,7 +270,7 @@ Test(cache_store, entry_json_round_trip) {
 }
 
 Test(cache_store, bad_arguments) {
-    char *dir = jt_mkdtemp("cache-args");
+    char *dir = tc_mkdtemp("cache-args");
     jit__cache_t *c = tc_open(dir, 0);
     jit__cache_entry_t e;
     void *bin = NULL;
@@ -300,7 +303,7 @@ Test(cache_store, bad_arguments) {
 }
 
 Test(cache_store, failed_publish_leaves_nothing) {
-    char *dir = jt_mkdtemp("cache-fail");
+    char *dir = tc_mkdtemp("cache-fail");
     jit__cache_t *c = tc_open(dir, 0);
     jit__cache_entry_t e;
     tc_make_entry(&e, 4);
@@ -334,7 +337,7 @@ Test(cache_store, failed_publish_leaves_nothing) {
 /* ---- the hit path ------------------------------------------------------------------------- */
 
 Test(cache_store, hit_refreshes_last_used_without_touching_the_manifest) {
-    char *dir = jt_mkdtemp("cache-lru");
+    char *dir = tc_mkdtemp("cache-lru");
     jit__cache_t *c = tc_open(dir, 0);
     jit__cache_entry_t e;
     tc_put(c, 1, 400, &e);
@@ -372,7 +375,7 @@ Test(cache_store, hit_refreshes_last_used_without_touching_the_manifest) {
 }
 
 Test(cache_store, get_never_reads_the_manifest) {
-    char *dir = jt_mkdtemp("cache-nomanifest");
+    char *dir = tc_mkdtemp("cache-nomanifest");
     jit__cache_t *c = tc_open(dir, 0);
     tc_put(c, 1, 400, NULL);
     char mpath[4200];
@@ -398,8 +401,8 @@ Test(cache_store, get_never_reads_the_manifest) {
 /* ---- relocation --------------------------------------------------------------------------- */
 
 Test(cache_store, a_copied_cache_works_elsewhere) {
-    char *a = jt_mkdtemp("cache-build-host");
-    char *b = jt_mkdtemp("cache-serve-host");
+    char *a = tc_mkdtemp("cache-build-host");
+    char *b = tc_mkdtemp("cache-serve-host");
     jit__cache_t *c = tc_open(a, 0);
     for (unsigned i = 1; i <= 3; i++)
         tc_put(c, i, 700 + i, NULL);

@@ -156,6 +156,27 @@ static inline int tc_count(const char *text, const char *needle) {
     return n;
 }
 
+/* Scratch directories of the running test, removed by tc_cleanup (each suite's .fini) even
+ * when an assertion ends the test early. */
+static char *tc_scratch[16];
+static int tc_n_scratch;
+
+static inline char *tc_mkdtemp(const char *tag) {
+    char *dir = jt_mkdtemp(tag);
+    cr_assert_not_null(dir, "cannot make a scratch directory");
+    if (tc_n_scratch < (int)(sizeof(tc_scratch) / sizeof(tc_scratch[0])))
+        tc_scratch[tc_n_scratch++] = strdup(dir);
+    return dir;
+}
+
+static inline void tc_cleanup(void) {
+    for (int i = 0; i < tc_n_scratch; i++) {
+        jt_rmtree(tc_scratch[i]);
+        free(tc_scratch[i]);
+    }
+    tc_n_scratch = 0;
+}
+
 static inline jit__cache_t *tc_open(const char *dir, int64_t max_bytes) {
     jit__cache_t *c = NULL;
     jit__diag_t d;
