@@ -65,7 +65,7 @@ jit_status_t jit__cache_get(jit__cache_t *c, const char *hash, jit__cache_entry_
         return JIT_OK;
     case JIT__CHECK_REFUSED:
         jit__cache_report_once(c, hash,
-                               "kernel cache %s: entry %s is refused (%s); not loaded, it "
+                               "kernel cache %s: entry %s is not loaded (%s); it "
                                "will be recompiled",
                                c->dir, hash, why);
         memset(entry, 0, sizeof(*entry));

@@ -90,6 +90,19 @@ Test(cache_dir, max_bytes_from_environment) {
     cr_assert_null(c);
     cr_assert(strstr(d.msg, "JITGEMM_CACHE_MAX_BYTES"), "%s", d.msg);
 
+    const char *fine[] = {"1048576", "512M", "4GiB", "2gb"};
+    for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+        setenv("JITGEMM_CACHE_MAX_BYTES", fine[i], 1);
+        cr_assert_eq(jit__cache_open(dir, 0, JIT_LOG_WARN, &c, NULL), JIT_OK, "%s", fine[i]);
+        jit__cache_close(c);
+    }
+    const char *wrong[] = {"-5", "0", "12Q", "99999999999T"};
+    for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
+        setenv("JITGEMM_CACHE_MAX_BYTES", wrong[i], 1);
+        cr_assert_eq(jit__cache_open(dir, 0, JIT_LOG_WARN, &c, NULL), JIT_INVALID_ARGUMENT, "%s",
+                     wrong[i]);
+    }
+
     /* 5K holds two 1200-byte entries (plus their small text files) but not three. */
     setenv("JITGEMM_CACHE_MAX_BYTES", "5K", 1);
     c = tc_open(dir, 0);
