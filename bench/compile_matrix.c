@@ -245,7 +245,7 @@ int main(int argc, char **argv) {
     printf("| arch | target | format | cta | N | B-reuse | stages | SMEM B | TMEM used/alloc | "
            "regs | spills | result |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    int compiled = 0, failed = 0, refused = 0, spilled = 0;
+    int compiled = 0, failed = 0, refused = 0, spilled = 0, stacked = 0;
     double seconds = 0;
     for (int i = 0; i < g_n_jobs; i++) {
         job_t *j = &g_jobs[i];
@@ -272,13 +272,14 @@ int main(int argc, char **argv) {
         int spills = j->out.spill_stores + j->out.spill_loads;
         compiled++;
         spilled += spills > 0;
+        stacked += j->out.stack_bytes > 0;
         seconds += j->out.seconds;
         printf(" %d | %d | %s%s, %.2f s |\n", j->out.registers, spills, spills ? "SPILLS" : "ok",
                j->checked ? " (+ sm_100a check)" : "", j->out.seconds);
     }
-    printf("\n%d variants compiled (%.1f s of NVRTC + nvJitLink), %d with spills, %d compile "
-           "failures, %d not planned or refused with a reason.\n",
-           compiled, seconds, spilled, failed, refused);
+    printf("\n%d variants compiled (%.1f s of NVRTC + nvJitLink), %d with spills, %d with a stack "
+           "frame, %d compile failures, %d not planned or refused with a reason.\n",
+           compiled, seconds, spilled, stacked, failed, refused);
     for (int i = 0; i < g_n_jobs; i++)
         jit__compiled_free(&g_jobs[i].out);
     free(g_jobs);
