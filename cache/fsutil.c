@@ -118,13 +118,28 @@ static int write_all(int fd, const void *data, size_t len) {
     return 0;
 }
 
+/* Recreate the subdirectory `name` lives in ("tmp/x" -> "tmp"), for when someone emptied the
+ * cache directory under a running process. 1 if it now exists. */
+static int remake_parent(const jit__cache_t *c, const char *name) {
+    const char *slash = strchr(name, '/');
+    char sub[JIT__CACHE_NAME_MAX];
+    if (!slash || (size_t)(slash - name) >= sizeof(sub))
+        return 0;
+    memcpy(sub, name, (size_t)(slash - name));
+    sub[slash - name] = '\0';
+    return mkdirat(c->dirfd, sub, 0700) == 0 || errno == EEXIST;
+}
+
 int jit__cache_publish(jit__cache_t *c, const char *name, const void *data, size_t len) {
     const char *base = strrchr(name, '/');
     base = base ? base + 1 : name;
     char tmp[JIT__CACHE_NAME_MAX + 64];
     snprintf(tmp, sizeof(tmp), "tmp/%ld.%u.%s", (long)getpid(), atomic_fetch_add(&c->tmp_seq, 1u),
              base);
-    int fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    const int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW;
+    int fd = openat(c->dirfd, tmp, flags, 0600);
+    if (fd < 0 && errno == ENOENT && remake_parent(c, tmp))
+        fd = openat(c->dirfd, tmp, flags, 0600);
     if (fd < 0)
         return errno;
     int err = write_all(fd, data, len);
@@ -133,8 +148,11 @@ int jit__cache_publish(jit__cache_t *c, const char *name, const void *data, size
         err = errno;
     if (close(fd) != 0 && !err)
         err = errno;
-    if (!err && renameat(c->dirfd, tmp, c->dirfd, name) != 0)
+    if (!err && renameat(c->dirfd, tmp, c->dirfd, name) != 0) {
         err = errno;
+        if (err == ENOENT && remake_parent(c, name))
+            err = renameat(c->dirfd, tmp, c->dirfd, name) == 0 ? 0 : errno;
+    }
     if (err)
         unlinkat(c->dirfd, tmp, 0);
     return err;
@@ -168,6 +186,8 @@ int jit__cache_flock(jit__cache_t *c, const char *name, int nonblock, int create
     for (;;) {
         int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0);
         int fd = openat(c->dirfd, name, flags, 0600);
+        if (fd < 0 && errno == ENOENT && create && remake_parent(c, name))
+            fd = openat(c->dirfd, name, flags, 0600);
         if (fd < 0)
             return -errno;
         int r;

@@ -109,8 +109,12 @@ jit_status_t jit__cache_lock_key(jit__cache_t *c, const char *hash, int *token, 
             jit__cache_set_readonly(c, "locks/", -fd);
             return JIT_OK;
         }
-        return jit__fail(d, JIT_IO_ERROR, "kernel cache %s: cannot lock %s: %s", c->dir, name,
-                         strerror(-fd));
+        /* Without the lock two processes may both compile this key; both results are whole,
+         * so that costs time, not correctness, and is no reason to fail the caller. */
+        jit__cache_report_once(c, "locks",
+                               "kernel cache %s: cannot lock %s (%s); compiling without it", c->dir,
+                               name, strerror(-fd));
+        return JIT_OK;
     }
     *token = fd;
     return JIT_OK;

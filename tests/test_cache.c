@@ -347,6 +347,31 @@ Test(cache_store, failed_publish_leaves_nothing) {
     free(dir);
 }
 
+Test(cache_store, survives_its_directory_being_emptied) {
+    /* Someone empties the cache directory while a service runs: the next put and lock recreate
+     * what they need. */
+    char *dir = tc_mkdtemp("cache-emptied");
+    jit__cache_t *c = tc_open(dir, 0);
+    tc_put(c, 1, 500, NULL);
+    char cmd[4300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'/*", dir);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(tc_count_files(dir, ""), 0);
+    cr_assert(!tc_hit(c, 1, 500));
+    int token = -1;
+    cr_assert_eq(jit__cache_lock_key(c, tc_hash(2), &token, NULL), JIT_OK);
+    cr_assert_geq(token, 0, "the lock directory was not recreated");
+    tc_put(c, 2, 500, NULL);
+    jit__cache_unlock_key(c, token);
+    cr_assert(tc_hit(c, 2, 500));
+    size_t bad = 9;
+    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL), JIT_OK);
+    cr_assert_eq(bad, 0);
+    jit__cache_close(c);
+    jt_rmtree(dir);
+    free(dir);
+}
+
 /* ---- the hit path ------------------------------------------------------------------------- */
 
 Test(cache_store, hit_refreshes_last_used_without_touching_the_manifest) {
