@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "context.h"
 #include "generate.h"
@@ -87,6 +88,7 @@ static jit_status_t compile_key(jit_context_t *ctx, const jit__toolchain_t *tc,
     e->stack_bytes = c.stack_bytes;
     e->compile_seconds = c.seconds + check_seconds;
     e->size = c.cubin_size;
+    e->created = e->last_used = (int64_t)time(NULL);
     jit__hash_hex(c.cubin, c.cubin_size, e->checksum);
     rec->cubin = c.cubin;
     rec->size = c.cubin_size;

@@ -1,10 +1,15 @@
 /*
- * Source to cubin through NVRTC (CUDA C -> PTX) and nvJitLink (PTX -> cubin).
+ * Source to cubin through NVRTC (CUDA C -> LTO-IR) and nvJitLink (LTO-IR -> cubin, and a second
+ * pass LTO-IR -> PTX for `inspect`).
  *
- * NOTE: we stop NVRTC at PTX instead of asking it for a cubin so that the PTX is always there
- * for `inspect`, and so that one code path serves every target, family targets (sm_100f)
- * included. nvJitLink runs ptxas with -verbose, whose report gives registers, spills and shared
- * memory without a GPU.
+ * NOTE: the LTO route is deliberate. Handing nvJitLink PTX makes ptxas compile it as
+ * relocatable code, which cost the mma.sync kernel up to 60% more registers (188 against 128
+ * for the band-4 tile on sm_90a, and spills once its k32 loop is unrolled); link-time
+ * optimisation of LTO-IR compiles the whole program and matches NVRTC's own cubin.
+ * NOTE: family targets (sm_100f) take the PTX route instead: nvJitLink 13.0's LTO lowers
+ * sm_100f to plain sm_100, where ptxas then rejects every tcgen05 instruction (13.5 keeps the
+ * suffix). ptxas runs with -verbose, whose report gives registers, spills and shared memory
+ * without a GPU.
  */
 #include "compile.h"
 
@@ -129,15 +134,17 @@ static char *jitlink_log(const jit__toolchain_t *tc, nvJitLinkHandle h, int erro
     return log;
 }
 
+/* NVRTC to LTO-IR, or with via_ptx to PTX; *ir receives it (PTX NUL-terminated). */
 static jit_status_t run_nvrtc(const jit__toolchain_t *tc, const char *source, const char *name,
-                              const char *target, jit__compiled_t *out, jit__sb_t *log,
-                              jit__diag_t *d) {
+                              const char *target, int via_ptx, char **ir, size_t *ir_size,
+                              jit__sb_t *log, jit__diag_t *d) {
     char arch_opt[64], varch[32];
     if (!virtual_arch(target, varch, sizeof(varch)))
         return jit__fail(d, JIT_UNKNOWN_ARCH, "compile target '%s' is not of the form sm_NN",
                          target);
     snprintf(arch_opt, sizeof(arch_opt), "--gpu-architecture=%s", varch);
-    const char *opts[] = {arch_opt, "-default-device", "-std=c++17"};
+    const char *opts[] = {arch_opt, "-default-device", "-std=c++17", "-dlto"};
+    int n_opts = via_ptx ? 3 : 4;
     char file[96];
     snprintf(file, sizeof(file), "%s.cu", name);
     nvrtcProgram prog;
@@ -145,7 +152,7 @@ static jit_status_t run_nvrtc(const jit__toolchain_t *tc, const char *source, co
     if (r != NVRTC_SUCCESS)
         return jit__fail(d, JIT_COMPILE_FAILED, "nvrtcCreateProgram: %s",
                          tc->nvrtcGetErrorString(r));
-    r = tc->nvrtcCompileProgram(prog, (int)(sizeof(opts) / sizeof(opts[0])), opts);
+    r = tc->nvrtcCompileProgram(prog, n_opts, opts);
     char *plog = nvrtc_log(tc, prog);
     if (plog && *plog) {
         jit__sb_append(log, plog);
@@ -161,14 +168,20 @@ static jit_status_t run_nvrtc(const jit__toolchain_t *tc, const char *source, co
                        tc->id.nvrtc_major, tc->id.nvrtc_minor, name, target, first);
     } else {
         size_t n = 0;
-        tc->nvrtcGetPTXSize(prog, &n);
-        out->ptx = malloc(n + 1);
-        if (!out->ptx) {
-            st = jit__fail(d, JIT_OUT_OF_MEMORY, "PTX buffer of %zu bytes", n);
+        if (via_ptx)
+            tc->nvrtcGetPTXSize(prog, &n);
+        else
+            tc->nvrtcGetLTOIRSize(prog, &n);
+        *ir = malloc(n + 1);
+        if (!*ir) {
+            st = jit__fail(d, JIT_OUT_OF_MEMORY, "NVRTC output buffer of %zu bytes", n);
         } else {
-            tc->nvrtcGetPTX(prog, out->ptx);
-            out->ptx[n] = '\0';
-            out->ptx_size = strlen(out->ptx);
+            if (via_ptx)
+                tc->nvrtcGetPTX(prog, *ir);
+            else
+                tc->nvrtcGetLTOIR(prog, *ir);
+            (*ir)[n] = '\0';
+            *ir_size = via_ptx ? strlen(*ir) : n;
         }
     }
     free(plog);
@@ -176,25 +189,28 @@ static jit_status_t run_nvrtc(const jit__toolchain_t *tc, const char *source, co
     return st;
 }
 
+/* One nvJitLink pass: a cubin (want_ptx 0, with ptxas' report) or, from LTO-IR, the PTX. */
 static jit_status_t run_jitlink(const jit__toolchain_t *tc, const char *name, const char *target,
+                                const char *ir, size_t ir_size, int ir_is_ptx, int want_ptx,
                                 int keep_cubin, jit__compiled_t *out, jit__sb_t *log,
                                 jit__diag_t *d) {
     char arch_opt[48];
     snprintf(arch_opt, sizeof(arch_opt), "-arch=%s", target);
-    const char *opts[] = {arch_opt, "-verbose"};
+    const char *opts[3] = {arch_opt, want_ptx ? "-ptx" : "-verbose", "-lto"};
     nvJitLinkHandle h;
-    nvJitLinkResult r = tc->nvJitLinkCreate(&h, 2, opts);
+    nvJitLinkResult r = tc->nvJitLinkCreate(&h, ir_is_ptx ? 2 : 3, opts);
     if (r != NVJITLINK_SUCCESS)
         return jit__fail(d, JIT_LINK_FAILED, "nvJitLinkCreate(%s) failed with code %d", target,
                          (int)r);
     char file[96];
-    snprintf(file, sizeof(file), "%s.ptx", name);
+    snprintf(file, sizeof(file), "%s.%s", name, ir_is_ptx ? "ptx" : "ltoir");
     jit_status_t st = JIT_OK;
-    r = tc->nvJitLinkAddData(h, NVJITLINK_INPUT_PTX, out->ptx, out->ptx_size, file);
+    r = tc->nvJitLinkAddData(h, ir_is_ptx ? NVJITLINK_INPUT_PTX : NVJITLINK_INPUT_LTOIR, ir,
+                             ir_size, file);
     if (r == NVJITLINK_SUCCESS)
         r = tc->nvJitLinkComplete(h);
     char *info = jitlink_log(tc, h, 0);
-    if (info) {
+    if (info && !want_ptx) {
         jit__sb_append(log, info);
         parse_ptxas_report(info, out);
     }
@@ -205,9 +221,21 @@ static jit_status_t run_jitlink(const jit__toolchain_t *tc, const char *name, co
         if (err)
             jit__sb_append(log, err);
         jit__diag_set_log(d, log->buf ? log->buf : "");
-        st = jit__fail(d, JIT_LINK_FAILED, "nvJitLink %d.%d could not assemble %s for %s: %s",
-                       tc->id.nvjitlink_major, tc->id.nvjitlink_minor, name, target, first);
+        st = jit__fail(d, JIT_LINK_FAILED, "nvJitLink %d.%d could not %s %s for %s: %s",
+                       tc->id.nvjitlink_major, tc->id.nvjitlink_minor,
+                       want_ptx ? "emit PTX of" : "assemble", name, target, first);
         free(err);
+    } else if (want_ptx) {
+        size_t n = 0;
+        tc->nvJitLinkGetLinkedPtxSize(h, &n);
+        out->ptx = malloc(n + 1);
+        if (!out->ptx) {
+            st = jit__fail(d, JIT_OUT_OF_MEMORY, "PTX buffer of %zu bytes", n);
+        } else {
+            tc->nvJitLinkGetLinkedPtx(h, out->ptx);
+            out->ptx[n] = '\0';
+            out->ptx_size = strlen(out->ptx);
+        }
     } else if (keep_cubin) {
         size_t n = 0;
         tc->nvJitLinkGetLinkedCubinSize(h, &n);
@@ -231,9 +259,21 @@ jit_status_t jit__compile(const jit__toolchain_t *tc, const char *source, const 
     double t0 = now_seconds();
     jit__sb_t log;
     jit__sb_init(&log);
-    jit_status_t st = run_nvrtc(tc, source, name, target, out, &log, d);
+    size_t tlen = strlen(target);
+    int via_ptx = tlen > 0 && target[tlen - 1] == 'f';
+    char *ir = NULL;
+    size_t ir_size = 0;
+    jit_status_t st = run_nvrtc(tc, source, name, target, via_ptx, &ir, &ir_size, &log, d);
     if (st == JIT_OK)
-        st = run_jitlink(tc, name, target, cubin, out, &log, d);
+        st = run_jitlink(tc, name, target, ir, ir_size, via_ptx, 0, cubin, out, &log, d);
+    if (st == JIT_OK && via_ptx) {
+        out->ptx = ir;
+        out->ptx_size = ir_size;
+        ir = NULL;
+    } else if (st == JIT_OK) {
+        st = run_jitlink(tc, name, target, ir, ir_size, 0, 1, 0, out, &log, d);
+    }
+    free(ir);
     out->seconds = now_seconds() - t0;
     out->log = jit__sb_take(&log);
     if (st != JIT_OK) {

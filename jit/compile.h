@@ -1,6 +1,7 @@
 /*
- * Source to cubin: NVRTC compiles the generated CUDA C to PTX for the target's virtual arch,
- * then nvJitLink assembles and links it into a cubin for the real target. The PTX is kept for
+ * Source to cubin: NVRTC compiles the generated CUDA C to LTO-IR for the target's virtual arch,
+ * then nvJitLink optimises, assembles and links it into a cubin for the real target; a second
+ * nvJitLink pass emits the linked PTX, which is kept for
  * `inspect`, and ptxas' report (registers, spills, shared memory) is parsed from the link log.
  */
 #ifndef JIT_COMPILE_H

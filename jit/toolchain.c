@@ -83,6 +83,8 @@ static jit__toolchain_t *load_dir(const char *dir, char *why, size_t whysz) {
     LOAD_SYM(tc->nvrtc_lib, nvrtcCompileProgram);
     LOAD_SYM(tc->nvrtc_lib, nvrtcGetPTXSize);
     LOAD_SYM(tc->nvrtc_lib, nvrtcGetPTX);
+    LOAD_SYM(tc->nvrtc_lib, nvrtcGetLTOIRSize);
+    LOAD_SYM(tc->nvrtc_lib, nvrtcGetLTOIR);
     LOAD_SYM(tc->nvrtc_lib, nvrtcGetProgramLogSize);
     LOAD_SYM(tc->nvrtc_lib, nvrtcGetProgramLog);
     LOAD_SYM(tc->jitlink_lib, nvJitLinkCreate);
@@ -95,6 +97,8 @@ static jit__toolchain_t *load_dir(const char *dir, char *why, size_t whysz) {
     LOAD_SYM(tc->jitlink_lib, nvJitLinkGetErrorLog);
     LOAD_SYM(tc->jitlink_lib, nvJitLinkGetInfoLogSize);
     LOAD_SYM(tc->jitlink_lib, nvJitLinkGetInfoLog);
+    LOAD_SYM(tc->jitlink_lib, nvJitLinkGetLinkedPtxSize);
+    LOAD_SYM(tc->jitlink_lib, nvJitLinkGetLinkedPtx);
 
     if (tc->nvrtcVersion(&tc->id.nvrtc_major, &tc->id.nvrtc_minor) != NVRTC_SUCCESS) {
         snprintf(why, whysz, "nvrtcVersion failed in '%s'", dir);

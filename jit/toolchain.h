@@ -30,6 +30,8 @@ typedef struct jit__toolchain {
     nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram, int, const char *const *);
     nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram, size_t *);
     nvrtcResult (*nvrtcGetPTX)(nvrtcProgram, char *);
+    nvrtcResult (*nvrtcGetLTOIRSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*nvrtcGetLTOIR)(nvrtcProgram, char *);
     nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t *);
     nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char *);
     /* nvJitLink */
@@ -44,6 +46,8 @@ typedef struct jit__toolchain {
     nvJitLinkResult (*nvJitLinkGetErrorLog)(nvJitLinkHandle, char *);
     nvJitLinkResult (*nvJitLinkGetInfoLogSize)(nvJitLinkHandle, size_t *);
     nvJitLinkResult (*nvJitLinkGetInfoLog)(nvJitLinkHandle, char *);
+    nvJitLinkResult (*nvJitLinkGetLinkedPtxSize)(nvJitLinkHandle, size_t *);
+    nvJitLinkResult (*nvJitLinkGetLinkedPtx)(nvJitLinkHandle, char *);
 } jit__toolchain_t;
 
 /* The toolchain for `dir` (NULL: the automatic choice described above). Loaded once per

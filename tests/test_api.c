@@ -256,6 +256,7 @@ Test(api, concurrent_first_calls_compile_once, .init = setup_ctx, .fini = teardo
         cr_assert_eq(r[i].st, JIT_OK);
         /* Every thread sees the same entry, created once: identical text, same timestamps. */
         cr_assert_str_eq(r[i].entry, r[0].entry);
-        jit_free(r[i].entry);
     }
+    for (int i = 0; i < N; i++)
+        jit_free(r[i].entry);
 }
