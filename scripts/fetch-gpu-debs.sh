@@ -31,6 +31,10 @@ if ! apt-cache show libcriterion3 >/dev/null 2>&1; then
     apt-get update -qq
 fi
 
+# What a local trial of gpu-check.sh leaves in .gpu (the unpacked root, its links, a kernel
+# cache) would only make the carried folder bigger; the H200 machine rebuilds all of it.
+rm -rf "$ROOT/.gpu/root" "$ROOT/.gpu/lib" "$ROOT/.gpu/cache"
+
 mapfile -t runtime < <(closure "${RUNTIME_ROOTS[@]}" | grep -Ev "$ALWAYS_ON_HOST")
 packages=("${BUILD_PACKAGES[@]}" "${runtime[@]}")
 mkdir -p "$DEST"

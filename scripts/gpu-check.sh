@@ -85,6 +85,22 @@ environment() {
         true
 }
 
+# dpkg -x where dpkg exists; else the .deb's two layers by hand (an ar archive holding a
+# data.tar.*), so a host without dpkg still works.
+extract_deb() {
+    if command -v dpkg >/dev/null 2>&1; then
+        dpkg -x "$1" "$2"
+        return
+    fi
+    local tmp deb
+    deb="$(readlink -f "$1")"
+    tmp="$(mktemp -d)" || return 1
+    (cd "$tmp" && ar x "$deb" && tar -xf data.tar.* -C "$2")
+    local rc=$?
+    rm -rf "$tmp"
+    return "$rc"
+}
+
 # Unpack the packages and point the compiler, the linker, pkg-config and the loader at them.
 # A downloaded shared library is put on LD_LIBRARY_PATH only when the host has no library of
 # that soname, so Debian's builds never shadow the host's own (libssl, zlib, ...).
@@ -97,7 +113,7 @@ unpack_debs() {
     mkdir -p "$GPU_ROOT" "$GPU_LIB"
     local f so name
     for f in .gpu/debs/*.deb; do
-        dpkg -x "$f" "$GPU_ROOT" || return 1
+        extract_deb "$f" "$GPU_ROOT" || { echo "cannot unpack $f"; return 1; }
     done
     # Debian's .pc files say prefix=/usr and name static archives and private requirements
     # (boxfort, libgit2, ...) that a shared link does not need and that are not unpacked.
@@ -187,7 +203,7 @@ tee_to() {
     return "${PIPESTATUS[0]}"
 }
 
-export -f unpack_debs build run_shapes benchmarks tee_to
+export -f extract_deb unpack_debs build run_shapes benchmarks tee_to
 export ROOT OUT GPU_ROOT GPU_LIB BUILD
 export SHAPES_STR="${SHAPES[*]}"
 
