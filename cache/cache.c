@@ -179,10 +179,14 @@ static const char *vet_subdir(jit__cache_t *c, const char *sub, char *why, size_
                               int *readonly) {
     struct stat st;
     if (atomic_load(&c->writable)) {
-        if (mkdirat(c->dirfd, sub, 0700) == 0)
-            fchmodat(c->dirfd, sub, 0700, 0); /* undo what the umask took */
-        else if (errno != EEXIST && jit__cache_errno_readonly(errno))
+        if (mkdirat(c->dirfd, sub, 0700) == 0) {
+            /* Undo what the umask took. Should this fail, the mode check below judges the
+             * directory as it is. */
+            if (fchmodat(c->dirfd, sub, 0700, 0) != 0 && jit__cache_errno_readonly(errno))
+                *readonly = 1;
+        } else if (errno != EEXIST && jit__cache_errno_readonly(errno)) {
             *readonly = 1;
+        }
     }
     if (fstatat(c->dirfd, sub, &st, AT_SYMLINK_NOFOLLOW) != 0)
         return NULL; /* absent in a read-only cache: simply empty */
