@@ -69,7 +69,8 @@ static jit_status_t validate(const jit_problem_t *p, const jit_operands_t *o, st
         !aligned(o->scale_a, 4) || !aligned(o->scale_b, 4))
         return jit__fail(d, JIT_MISALIGNED,
                          "d, residual and the scales must be 4-byte aligned");
-    if (p->scale_mode == JIT_SCALE_ROW && (s->ldd % 2 || s->ldr % 2))
+    if (p->scale_mode == JIT_SCALE_ROW &&
+        (s->ldd % 2 || (p->epilogue == JIT_EPILOGUE_LINEAR_ADD && s->ldr % 2)))
         return jit__fail(d, JIT_MISALIGNED,
                          "ldd and ld_residual must be even (outputs are stored in pairs)");
     return JIT_OK;

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cubin_info.h"
 #include "strbuf.h"
 
 void jit__compiled_free(jit__compiled_t *c) {
@@ -252,6 +253,20 @@ static jit_status_t run_jitlink(const jit__toolchain_t *tc, const char *name, co
     return st;
 }
 
+/* The cubin's own attributes are authoritative for registers and the stack frame. ptxas'
+ * report, when nvJitLink prints one, adds the spill counts; without it, a zero frame proves
+ * there are no spills and a non-zero one leaves them unknown (-1). */
+static void take_resources_from_cubin(jit__compiled_t *out) {
+    int regs = 0, frame = 0;
+    int had_report = out->registers > 0;
+    if (jit__cubin_resources(out->cubin, out->cubin_size, &regs, &frame) != 0)
+        return;
+    out->registers = regs;
+    out->stack_bytes = frame;
+    if (!had_report)
+        out->spill_stores = out->spill_loads = frame == 0 ? 0 : -1;
+}
+
 jit_status_t jit__compile(const jit__toolchain_t *tc, const char *source, const char *name,
                           const char *target, int cubin, jit__compiled_t *out, jit__diag_t *d) {
     memset(out, 0, sizeof(*out));
@@ -274,6 +289,8 @@ jit_status_t jit__compile(const jit__toolchain_t *tc, const char *source, const 
         st = run_jitlink(tc, name, target, ir, ir_size, 0, 1, 0, out, &log, d);
     }
     free(ir);
+    if (st == JIT_OK && out->cubin)
+        take_resources_from_cubin(out);
     out->seconds = now_seconds() - t0;
     out->log = jit__sb_take(&log);
     if (st != JIT_OK) {

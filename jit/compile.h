@@ -17,6 +17,8 @@ typedef struct jit__compiled {
     void *cubin;
     size_t cubin_size;
     char target[16]; /* the real target the cubin is for, e.g. "sm_90a" or "sm_100f" */
+    /* Registers and stack frame come from the cubin's attributes; spills from ptxas' report,
+     * or -1 (unknown) when there was none and the frame is not empty. */
     int registers, spill_stores, spill_loads, stack_bytes, smem_static_bytes;
     double seconds; /* wall time of NVRTC + nvJitLink */
     char *log;      /* NVRTC and ptxas messages (may be empty) */

@@ -18,4 +18,11 @@ void jit__ref_fp8_rowscaled(const jit__gemm_spec_t *spec, int64_t m, const uint8
                             const uint16_t *residual, int64_t ldr, float alpha, double *out,
                             double *mag);
 
+/* The tolerance a BF16 output of the FP8 family is checked with: half a BF16 ulp (2^-8 |ref|),
+ * the FP32 accumulation error (1e-5 * mag, mag from jit__ref_fp8_rowscaled), and an absolute
+ * 2^-100 for values FP32 cannot hold: the kernel flushes subnormals, so SwiGLU's silu(g)
+ * becomes 0 for g below about -88 where the FP64 reference keeps g*e^g (|g*e^g*u| < 2^-100
+ * for any |g*u| below 2^26). */
+double jit__ref_tolerance(double ref, double mag);
+
 #endif

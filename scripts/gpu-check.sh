@@ -125,8 +125,9 @@ unpack_debs() {
     for so in "$GPU_ROOT"/usr/lib/x86_64-linux-gnu/*.so.* "$GPU_ROOT"/lib/x86_64-linux-gnu/*.so.*; do
         [ -e "$so" ] || continue
         name="$(basename "$so")"
-        # Only sonames (lib*.so.N), not the fully versioned files they point to.
-        [[ "$name" =~ \.so\.[0-9]+$ ]] || continue
+        # Sonames (lib*.so.N, or lib*.so.N.M as libgit2 names its own), not the fully versioned
+        # files they point to.
+        [[ "$name" =~ \.so\.[0-9]+(\.[0-9]+)?$ ]] || continue
         if ! ldconfig -p | grep -q "^[[:space:]]*$name "; then
             ln -sf "$(readlink -f "$so")" "$GPU_LIB/$name"
             echo "using the packaged $name"

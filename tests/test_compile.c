@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "compile.h"
+#include "cubin_info.h"
 #include "toolchain.h"
 
 static const char *k_src =
@@ -54,7 +55,13 @@ static void compile_ok(const jit__toolchain_t *tc, const char *target) {
     jit_status_t st = jit__compile(tc, k_src, "probe", target, 1, &c, &d);
     cr_assert_eq(st, JIT_OK, "%s: %s\n%s", target, d.msg, d.log ? d.log : "");
     cr_assert_gt(c.cubin_size, 0);
-    cr_assert_gt(c.registers, 0, "ptxas report not parsed for %s:\n%s", target, c.log);
+    cr_assert_gt(c.registers, 0, "no register count for %s:\n%s", target, c.log);
+    /* The cubin's own attributes agree with what ptxas reported. */
+    int regs = 0, frame = -1;
+    cr_assert_eq(jit__cubin_resources(c.cubin, c.cubin_size, &regs, &frame), 0);
+    cr_assert_eq(regs, c.registers, "%s: ELF says %d registers", target, regs);
+    cr_assert(strstr(c.log, "registers"), "%s: ptxas report missing:\n%s", target, c.log);
+    cr_assert_eq(frame, 0);
     cr_assert_eq(c.smem_static_bytes, 1024, "%s:\n%s", target, c.log);
     cr_assert(strstr(c.ptx, ".entry probe"));
     cr_assert_str_eq(c.target, target);
@@ -86,6 +93,15 @@ Test(compile, sm_107a_natively_with_a_new_enough_nvrtc) {
         cr_skip("NVRTC %d.%d does not list sm_107 (run scripts/setup.sh for 13.4+)",
                 tc->id.nvrtc_major, tc->id.nvrtc_minor);
     compile_ok(tc, "sm_107a");
+}
+
+Test(compile, cubin_attributes_reject_non_elf_input) {
+    int regs, frame;
+    cr_assert_eq(jit__cubin_resources("not an elf at all, just text padding it out to 64 bytes!!",
+                                      57, &regs, &frame),
+                 -1);
+    unsigned char zeros[128] = {0};
+    cr_assert_eq(jit__cubin_resources(zeros, sizeof(zeros), &regs, &frame), -1);
 }
 
 Test(compile, errors_carry_the_nvrtc_log) {

@@ -234,7 +234,7 @@ static void run_case(jit_context_t *ctx, const jit__driver_t *drv, jit_epilogue_
             poisoned += bits == 0xFFFF;
             double got = (double)jit__bf16_decode(bits);
             double want = ref[row * nout + j], mg = mag[row * nout + j];
-            double tol = BF16_TOL * fabs(want) + ACC_TOL * mg;
+            double tol = jit__ref_tolerance(want, mg);
             double err = fabs(got - want);
             double ratio = err / tol;
             if (!(err <= tol)) {

@@ -8,9 +8,10 @@
  * fails. The reference costs N*K multiply-adds per row in double on the host, so for large
  * problems a spread of rows (always the first and the last, where the ragged M tail is) is
  * checked instead of all of them, within a fixed budget; every column of a checked row is
- * compared. The tolerance is |gpu - ref| <= 2^-8 |ref| + 1e-5 * mag: the first term is BF16's
- * rounding, the second the FP32 accumulation error, which scales with sum_k |a*b| (mag, from
- * the reference), not with the possibly cancelled result.
+ * compared. The tolerance is jit__ref_tolerance: |gpu - ref| <= 2^-8 |ref| + 1e-5 * mag +
+ * 2^-100: the first term is BF16's rounding, the second the FP32 accumulation error, which
+ * scales with sum_k |a*b| (mag, from the reference), not with the possibly cancelled result,
+ * the third what FP32's flush to zero can lose.
  */
 #include <inttypes.h>
 #include <jansson.h>
@@ -151,7 +152,7 @@ static int check(const jit_problem_t *p, const jit__gemm_spec_t *spec, const hos
         for (int64_t j = 0; j < nout; j++) {
             double gpu = (double)jit__bf16_decode(h->d[r * nout + j]);
             double err = fabs(gpu - ref[j]);
-            double tol = ldexp(fabs(ref[j]), -8) + 1e-5 * mag[j];
+            double tol = jit__ref_tolerance(ref[j], mag[j]);
             cr->values++;
             /* NaN (the poison) compares false, so test for the pass, not for the failure. */
             if (!(err <= tol)) {
