@@ -154,6 +154,10 @@ jit_status_t jit_context_create(const jit_context_options_t *opt, jit_context_t 
     if (jit__cache_open(opt->cache_dir, opt->cache_max_bytes, ctx->log_level, &ctx->cache, &d) !=
         JIT_OK)
         goto fail;
+    /* Toolchain identities are remembered beside the kernels, so a process that only hits the
+     * cache never opens NVRTC (see jit/toolchain.c). */
+    if (jit__cache_readable(ctx->cache))
+        jit__toolchain_remember_in(jit__cache_dir(ctx->cache));
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_cond_init(&ctx->inflight_done, NULL);
     jit__kernel_table_t *t = calloc(1, sizeof(*t));

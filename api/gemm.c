@@ -45,8 +45,8 @@ static jit_status_t validate(const jit_problem_t *p, const jit_operands_t *o, st
         return jit__fail(d, JIT_INVALID_ARGUMENT,
                          "a stride is smaller than its row (lda=%lld ldb=%lld ldd=%lld "
                          "ld_residual=%lld for k=%lld, n=%lld)",
-                         (long long)s->lda, (long long)s->ldb, (long long)s->ldd,
-                         (long long)s->ldr, (long long)p->k, (long long)p->n);
+                         (long long)s->lda, (long long)s->ldb, (long long)s->ldd, (long long)s->ldr,
+                         (long long)p->k, (long long)p->n);
     /* Row strides in bytes must be multiples of 16: cp.async and TMA move 16-byte pieces. */
     int64_t lda_bytes = fp4_a ? s->lda / 2 : s->lda, ldb_bytes = fp4_b ? s->ldb / 2 : s->ldb;
     if (lda_bytes % 16 || ldb_bytes % 16)
@@ -65,10 +65,9 @@ static jit_status_t validate(const jit_problem_t *p, const jit_operands_t *o, st
         return jit__fail(d, JIT_INVALID_ARGUMENT, "linear_add needs operands.residual");
     if (!aligned(o->a, 16) || !aligned(o->b, 16))
         return jit__fail(d, JIT_MISALIGNED, "a and b must be 16-byte aligned");
-    if (!aligned(o->d, 4) || (o->residual && !aligned(o->residual, 4)) ||
-        !aligned(o->scale_a, 4) || !aligned(o->scale_b, 4))
-        return jit__fail(d, JIT_MISALIGNED,
-                         "d, residual and the scales must be 4-byte aligned");
+    if (!aligned(o->d, 4) || (o->residual && !aligned(o->residual, 4)) || !aligned(o->scale_a, 4) ||
+        !aligned(o->scale_b, 4))
+        return jit__fail(d, JIT_MISALIGNED, "d, residual and the scales must be 4-byte aligned");
     if (p->scale_mode == JIT_SCALE_ROW &&
         (s->ldd % 2 || (p->epilogue == JIT_EPILOGUE_LINEAR_ADD && s->ldr % 2)))
         return jit__fail(d, JIT_MISALIGNED,

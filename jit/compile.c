@@ -121,8 +121,8 @@ static char *nvrtc_log(const jit__toolchain_t *tc, nvrtcProgram prog) {
 
 static char *jitlink_log(const jit__toolchain_t *tc, nvJitLinkHandle h, int error_log) {
     size_t n = 0;
-    nvJitLinkResult r = error_log ? tc->nvJitLinkGetErrorLogSize(h, &n)
-                                  : tc->nvJitLinkGetInfoLogSize(h, &n);
+    nvJitLinkResult r =
+        error_log ? tc->nvJitLinkGetErrorLogSize(h, &n) : tc->nvJitLinkGetInfoLogSize(h, &n);
     if (r != NVJITLINK_SUCCESS || n == 0)
         return strdup("");
     char *log = malloc(n + 1);
@@ -271,6 +271,9 @@ jit_status_t jit__compile(const jit__toolchain_t *tc, const char *source, const 
                           const char *target, int cubin, jit__compiled_t *out, jit__diag_t *d) {
     memset(out, 0, sizeof(*out));
     snprintf(out->target, sizeof(out->target), "%s", target);
+    jit_status_t loaded = jit__toolchain_load(tc, d);
+    if (loaded != JIT_OK)
+        return loaded;
     double t0 = now_seconds();
     jit__sb_t log;
     jit__sb_init(&log);

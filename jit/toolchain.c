@@ -1,136 +1,282 @@
 /*
- * Finding and loading NVRTC and nvJitLink at run time.
+ * Finding, identifying and loading NVRTC and nvJitLink at run time.
+ *
+ * A toolchain is identified (NVRTC and nvJitLink versions, NVRTC's target list) before it is
+ * loaded: the key needs the versions, but a cache hit needs no compiler, and opening the two
+ * libraries costs 5-15 ms per toolkit (they are over 100 MB each). So each directory's identity
+ * is remembered in a small record (toolchains.json in the cache directory a context names with
+ * jit__toolchain_remember_in), checked against the libraries' device, inode, size and mtime;
+ * only an unknown or changed library is opened to be identified. The function pointers are
+ * bound on first use (jit__toolchain_load), i.e. only when something is compiled.
  *
  * NOTE: the libraries are opened with their full path and RTLD_LOCAL, so several toolkits can
- * be loaded side by side in one process (the automatic choice compares their versions, and the
- * driver-compatibility fallback in api/ may need an older one). Loaded toolchains are never
- * unloaded: function pointers into them are handed out for the life of the process.
+ * live side by side in one process (the automatic choice compares them, and the driver
+ * fallback in api/ may need an older one). Nothing is ever unloaded: function pointers into a
+ * toolchain are handed out for the life of the process.
  */
 #include "toolchain.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_TOOLCHAINS 16
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static jit__toolchain_t *g_loaded[MAX_TOOLCHAINS]; /* every distinct directory loaded so far */
-static int g_n_loaded;
-static int g_scanned;                         /* automatic candidates probed */
+static jit__toolchain_t *g_known[MAX_TOOLCHAINS]; /* every directory identified so far */
+static int g_n_known;
+static int g_scanned;                         /* automatic candidates identified */
 static const jit__toolchain_t *g_auto_choice; /* newest of the automatic candidates */
+static char g_record_path[4200];              /* "" until a context names a cache directory */
 
-static void *open_lib(const char *dir, const char *const *names, char *found, size_t foundsz) {
+static const char *const k_nvrtc_names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
+                                            NULL};
+static const char *const k_link_names[] = {"libnvJitLink.so.13", "libnvJitLink.so.12",
+                                           "libnvJitLink.so", NULL};
+
+/* ---- locating and fingerprinting the libraries ----------------------------------------- */
+
+/* The first existing library of `names` in dir, dir/lib or dir/lib64. */
+static int locate(const char *dir, const char *const *names, char *out, size_t outsz,
+                  struct stat *st) {
     static const char *const subdirs[] = {"", "/lib", "/lib64"};
     for (size_t s = 0; s < sizeof(subdirs) / sizeof(subdirs[0]); s++) {
         for (const char *const *n = names; *n; n++) {
-            char path[1024];
-            if (*dir)
-                snprintf(path, sizeof(path), "%s%s/%s", dir, subdirs[s], *n);
-            else if (s == 0)
-                snprintf(path, sizeof(path), "%s", *n);
-            else
+            if (snprintf(out, outsz, "%s%s/%s", dir, subdirs[s], *n) >= (int)outsz)
                 continue;
-            void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-            if (h) {
-                if (found)
-                    snprintf(found, foundsz, "%s", path);
-                return h;
-            }
+            if (stat(out, st) == 0 && S_ISREG(st->st_mode))
+                return 1;
         }
     }
-    return NULL;
+    return 0;
 }
 
-#define LOAD_SYM(lib, field)                                                                       \
+static json_t *signature(const struct stat *st) {
+    return json_pack("[IIIII]", (json_int_t)st->st_dev, (json_int_t)st->st_ino,
+                     (json_int_t)st->st_size, (json_int_t)st->st_mtim.tv_sec,
+                     (json_int_t)st->st_mtim.tv_nsec);
+}
+
+/* ---- binding ----------------------------------------------------------------------------- */
+
+#define BIND(lib, field)                                                                           \
     do {                                                                                           \
         *(void **)(&tc->field) = dlsym(lib, #field);                                               \
         if (!tc->field) {                                                                          \
-            snprintf(why, whysz, "symbol %s missing", #field);                                     \
-            goto fail;                                                                             \
+            snprintf(why, whysz, "symbol %s missing in %.300s", #field, tc->dir);                  \
+            return 0;                                                                              \
         }                                                                                          \
     } while (0)
 
-/* Load the pair from one directory ("" = the loader's search path). NULL with `why` filled. */
-static jit__toolchain_t *load_dir(const char *dir, char *why, size_t whysz) {
-    static const char *const nvrtc_names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
-                                              NULL};
-    static const char *const link_names[] = {"libnvJitLink.so.13", "libnvJitLink.so.12",
-                                             "libnvJitLink.so", NULL};
+/* Open both libraries of tc (paths set) and bind every entry point. Caller holds g_lock. */
+static int bind_libraries(jit__toolchain_t *tc, char *why, size_t whysz) {
+    if (!tc->nvrtc_lib)
+        tc->nvrtc_lib = dlopen(tc->nvrtc_path, RTLD_NOW | RTLD_LOCAL);
+    if (!tc->nvrtc_lib) {
+        snprintf(why, whysz, "cannot load %.300s: %.150s", tc->nvrtc_path, dlerror());
+        return 0;
+    }
+    if (!tc->jitlink_lib)
+        tc->jitlink_lib = dlopen(tc->jitlink_path, RTLD_NOW | RTLD_LOCAL);
+    if (!tc->jitlink_lib) {
+        snprintf(why, whysz, "cannot load %.300s: %.150s", tc->jitlink_path, dlerror());
+        return 0;
+    }
+    BIND(tc->nvrtc_lib, nvrtcGetErrorString);
+    BIND(tc->nvrtc_lib, nvrtcVersion);
+    BIND(tc->nvrtc_lib, nvrtcCreateProgram);
+    BIND(tc->nvrtc_lib, nvrtcDestroyProgram);
+    BIND(tc->nvrtc_lib, nvrtcCompileProgram);
+    BIND(tc->nvrtc_lib, nvrtcGetPTXSize);
+    BIND(tc->nvrtc_lib, nvrtcGetPTX);
+    BIND(tc->nvrtc_lib, nvrtcGetLTOIRSize);
+    BIND(tc->nvrtc_lib, nvrtcGetLTOIR);
+    BIND(tc->nvrtc_lib, nvrtcGetProgramLogSize);
+    BIND(tc->nvrtc_lib, nvrtcGetProgramLog);
+    BIND(tc->jitlink_lib, nvJitLinkCreate);
+    BIND(tc->jitlink_lib, nvJitLinkDestroy);
+    BIND(tc->jitlink_lib, nvJitLinkAddData);
+    BIND(tc->jitlink_lib, nvJitLinkComplete);
+    BIND(tc->jitlink_lib, nvJitLinkGetLinkedCubinSize);
+    BIND(tc->jitlink_lib, nvJitLinkGetLinkedCubin);
+    BIND(tc->jitlink_lib, nvJitLinkGetErrorLogSize);
+    BIND(tc->jitlink_lib, nvJitLinkGetErrorLog);
+    BIND(tc->jitlink_lib, nvJitLinkGetInfoLogSize);
+    BIND(tc->jitlink_lib, nvJitLinkGetInfoLog);
+    BIND(tc->jitlink_lib, nvJitLinkGetLinkedPtxSize);
+    BIND(tc->jitlink_lib, nvJitLinkGetLinkedPtx);
+    return 1;
+}
+
+/* Ask the loaded libraries who they are. Caller holds g_lock. */
+static int query_identity(jit__toolchain_t *tc, jit__toolchain_id_t *id, int *archs, int *n_archs,
+                          char *why, size_t whysz) {
+    if (tc->nvrtcVersion(&id->nvrtc_major, &id->nvrtc_minor) != NVRTC_SUCCESS) {
+        snprintf(why, whysz, "nvrtcVersion failed in '%.300s'", tc->dir);
+        return 0;
+    }
+    nvJitLinkResult (*link_version)(unsigned *, unsigned *);
+    *(void **)(&link_version) = dlsym(tc->jitlink_lib, "nvJitLinkVersion");
+    unsigned lmaj = 0, lmin = 0;
+    if (!link_version || link_version(&lmaj, &lmin) != NVJITLINK_SUCCESS) {
+        snprintf(why, whysz, "nvJitLinkVersion missing in '%.300s' (needs CUDA 12.3 or later)",
+                 tc->dir);
+        return 0;
+    }
+    id->nvjitlink_major = (int)lmaj;
+    id->nvjitlink_minor = (int)lmin;
+    nvrtcResult (*num_archs)(int *);
+    nvrtcResult (*get_archs)(int *);
+    *(void **)(&num_archs) = dlsym(tc->nvrtc_lib, "nvrtcGetNumSupportedArchs");
+    *(void **)(&get_archs) = dlsym(tc->nvrtc_lib, "nvrtcGetSupportedArchs");
+    int n = 0;
+    *n_archs = 0;
+    if (num_archs && get_archs && num_archs(&n) == NVRTC_SUCCESS && n > 0 && n <= 64) {
+        get_archs(archs);
+        *n_archs = n;
+    }
+    return 1;
+}
+
+static int compatible_pair(const jit__toolchain_t *tc, char *why, size_t whysz) {
+    /* NVRTC emits IR for its own version; an older nvJitLink could not read it. */
+    if (tc->id.nvjitlink_major * 100 + tc->id.nvjitlink_minor <
+        tc->id.nvrtc_major * 100 + tc->id.nvrtc_minor) {
+        snprintf(why, whysz, "nvJitLink %d.%d is older than NVRTC %d.%d in '%.300s'",
+                 tc->id.nvjitlink_major, tc->id.nvjitlink_minor, tc->id.nvrtc_major,
+                 tc->id.nvrtc_minor, tc->dir);
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- the identity record ----------------------------------------------------------------- */
+
+/* The record's entry for these two files, if their fingerprints still match. */
+static int record_lookup(const jit__toolchain_t *tc, const struct stat *sn, const struct stat *sl,
+                         jit__toolchain_t *out) {
+    if (!g_record_path[0])
+        return 0;
+    json_t *root = json_load_file(g_record_path, 0, NULL);
+    json_t *list = json_object_get(root, "toolchains");
+    json_t *want_n = signature(sn), *want_l = signature(sl);
+    size_t i;
+    json_t *e;
+    int hit = 0;
+    json_array_foreach(list, i, e) {
+        const char *np = json_string_value(json_object_get(e, "nvrtc_path"));
+        const char *lp = json_string_value(json_object_get(e, "nvjitlink_path"));
+        if (!np || !lp || strcmp(np, tc->nvrtc_path) || strcmp(lp, tc->jitlink_path) ||
+            !json_equal(json_object_get(e, "nvrtc_file"), want_n) ||
+            !json_equal(json_object_get(e, "nvjitlink_file"), want_l))
+            continue;
+        int a = 0, b = 0, c = 0, dd = 0;
+        json_t *archs = json_object_get(e, "archs");
+        if (json_unpack(e, "{s:[ii], s:[ii]}", "nvrtc", &a, &b, "nvjitlink", &c, &dd) != 0 ||
+            !json_is_array(archs) || json_array_size(archs) > 64)
+            continue;
+        out->id = (jit__toolchain_id_t){a, b, c, dd};
+        out->n_archs = (int)json_array_size(archs);
+        for (int k = 0; k < out->n_archs; k++)
+            out->archs[k] = (int)json_integer_value(json_array_get(archs, (size_t)k));
+        hit = 1;
+        break;
+    }
+    json_decref(want_n);
+    json_decref(want_l);
+    json_decref(root);
+    return hit;
+}
+
+/* Add or replace this toolchain's entry; written to a temporary file and renamed, so a reader
+ * sees the old record or the new one. Failing to write costs a probe next time, nothing else. */
+static void record_store(const jit__toolchain_t *tc, const struct stat *sn, const struct stat *sl) {
+    if (!g_record_path[0])
+        return;
+    json_t *root = json_load_file(g_record_path, 0, NULL);
+    if (!json_is_object(root) || !json_is_array(json_object_get(root, "toolchains"))) {
+        json_decref(root);
+        root = json_pack("{s:i, s:[]}", "format", 1, "toolchains");
+    }
+    json_t *list = json_object_get(root, "toolchains");
+    for (size_t i = json_array_size(list); i-- > 0;) {
+        const char *np = json_string_value(json_object_get(json_array_get(list, i), "nvrtc_path"));
+        if (!np || strcmp(np, tc->nvrtc_path) == 0)
+            json_array_remove(list, i);
+    }
+    json_t *archs = json_array();
+    for (int k = 0; k < tc->n_archs; k++)
+        json_array_append_new(archs, json_integer(tc->archs[k]));
+    json_array_append_new(list, json_pack("{s:s, s:o, s:s, s:o, s:[ii], s:[ii], s:o}", "nvrtc_path",
+                                          tc->nvrtc_path, "nvrtc_file", signature(sn),
+                                          "nvjitlink_path", tc->jitlink_path, "nvjitlink_file",
+                                          signature(sl), "nvrtc", tc->id.nvrtc_major,
+                                          tc->id.nvrtc_minor, "nvjitlink", tc->id.nvjitlink_major,
+                                          tc->id.nvjitlink_minor, "archs", archs));
+    char tmp[sizeof(g_record_path) + 32];
+    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", g_record_path, (long)getpid());
+    if (json_dump_file(root, tmp, JSON_INDENT(1)) == 0 && rename(tmp, g_record_path) == 0)
+        chmod(g_record_path, 0600);
+    else
+        unlink(tmp);
+    json_decref(root);
+}
+
+void jit__toolchain_remember_in(const char *dir) {
+    pthread_mutex_lock(&g_lock);
+    if (!g_record_path[0] && dir && *dir)
+        snprintf(g_record_path, sizeof(g_record_path), "%s/toolchains.json", dir);
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* ---- identifying a directory ------------------------------------------------------------- */
+
+/* Identify the toolchain in `dir` ("" = the loader's search path): from the record when its
+ * fingerprints match, else by loading it. Caller holds g_lock. NULL with `why` filled. */
+static jit__toolchain_t *identify(const char *dir, char *why, size_t whysz) {
     jit__toolchain_t *tc = calloc(1, sizeof(*tc));
     if (!tc) {
         snprintf(why, whysz, "out of memory");
         return NULL;
     }
     snprintf(tc->dir, sizeof(tc->dir), "%s", dir);
-    tc->nvrtc_lib = open_lib(dir, nvrtc_names, NULL, 0);
-    if (!tc->nvrtc_lib) {
-        snprintf(why, whysz, "no libnvrtc in '%s'", *dir ? dir : "<loader path>");
-        goto fail;
-    }
-    tc->jitlink_lib = open_lib(dir, link_names, NULL, 0);
-    if (!tc->jitlink_lib) {
-        snprintf(why, whysz, "no libnvJitLink in '%s'", *dir ? dir : "<loader path>");
-        goto fail;
-    }
-    LOAD_SYM(tc->nvrtc_lib, nvrtcGetErrorString);
-    LOAD_SYM(tc->nvrtc_lib, nvrtcVersion);
-    LOAD_SYM(tc->nvrtc_lib, nvrtcCreateProgram);
-    LOAD_SYM(tc->nvrtc_lib, nvrtcDestroyProgram);
-    LOAD_SYM(tc->nvrtc_lib, nvrtcCompileProgram);
-    LOAD_SYM(tc->nvrtc_lib, nvrtcGetPTXSize);
-    LOAD_SYM(tc->nvrtc_lib, nvrtcGetPTX);
-    LOAD_SYM(tc->nvrtc_lib, nvrtcGetLTOIRSize);
-    LOAD_SYM(tc->nvrtc_lib, nvrtcGetLTOIR);
-    LOAD_SYM(tc->nvrtc_lib, nvrtcGetProgramLogSize);
-    LOAD_SYM(tc->nvrtc_lib, nvrtcGetProgramLog);
-    LOAD_SYM(tc->jitlink_lib, nvJitLinkCreate);
-    LOAD_SYM(tc->jitlink_lib, nvJitLinkDestroy);
-    LOAD_SYM(tc->jitlink_lib, nvJitLinkAddData);
-    LOAD_SYM(tc->jitlink_lib, nvJitLinkComplete);
-    LOAD_SYM(tc->jitlink_lib, nvJitLinkGetLinkedCubinSize);
-    LOAD_SYM(tc->jitlink_lib, nvJitLinkGetLinkedCubin);
-    LOAD_SYM(tc->jitlink_lib, nvJitLinkGetErrorLogSize);
-    LOAD_SYM(tc->jitlink_lib, nvJitLinkGetErrorLog);
-    LOAD_SYM(tc->jitlink_lib, nvJitLinkGetInfoLogSize);
-    LOAD_SYM(tc->jitlink_lib, nvJitLinkGetInfoLog);
-    LOAD_SYM(tc->jitlink_lib, nvJitLinkGetLinkedPtxSize);
-    LOAD_SYM(tc->jitlink_lib, nvJitLinkGetLinkedPtx);
-
-    if (tc->nvrtcVersion(&tc->id.nvrtc_major, &tc->id.nvrtc_minor) != NVRTC_SUCCESS) {
-        snprintf(why, whysz, "nvrtcVersion failed in '%s'", dir);
-        goto fail;
-    }
-    nvJitLinkResult (*link_version)(unsigned *, unsigned *);
-    *(void **)(&link_version) = dlsym(tc->jitlink_lib, "nvJitLinkVersion");
-    unsigned lmaj = 0, lmin = 0;
-    if (link_version && link_version(&lmaj, &lmin) == NVJITLINK_SUCCESS) {
-        tc->id.nvjitlink_major = (int)lmaj;
-        tc->id.nvjitlink_minor = (int)lmin;
+    struct stat sn, sl;
+    if (*dir) {
+        if (!locate(dir, k_nvrtc_names, tc->nvrtc_path, sizeof(tc->nvrtc_path), &sn)) {
+            snprintf(why, whysz, "no libnvrtc in '%.300s'", dir);
+            goto fail;
+        }
+        if (!locate(dir, k_link_names, tc->jitlink_path, sizeof(tc->jitlink_path), &sl)) {
+            snprintf(why, whysz, "no libnvJitLink in '%.300s'", dir);
+            goto fail;
+        }
+        if (record_lookup(tc, &sn, &sl, tc))
+            return tc;
     } else {
-        snprintf(why, whysz, "nvJitLinkVersion missing in '%s' (needs CUDA 12.3 or later)", dir);
+        /* The loader's own search: let dlopen find the files, then ask it where they were. */
+        for (const char *const *n = k_nvrtc_names; *n && !tc->nvrtc_lib; n++)
+            tc->nvrtc_lib = dlopen(*n, RTLD_NOW | RTLD_LOCAL);
+        for (const char *const *n = k_link_names; *n && !tc->jitlink_lib; n++)
+            tc->jitlink_lib = dlopen(*n, RTLD_NOW | RTLD_LOCAL);
+        if (!tc->nvrtc_lib || !tc->jitlink_lib) {
+            snprintf(why, whysz, "no libnvrtc/libnvJitLink on the loader's path");
+            goto fail;
+        }
+        snprintf(tc->nvrtc_path, sizeof(tc->nvrtc_path), "<loader path>");
+        snprintf(tc->jitlink_path, sizeof(tc->jitlink_path), "<loader path>");
+    }
+    if (!bind_libraries(tc, why, whysz) ||
+        !query_identity(tc, &tc->id, tc->archs, &tc->n_archs, why, whysz))
         goto fail;
-    }
-    /* NVRTC emits PTX for its own ISA version; an older nvJitLink could not assemble it. */
-    if (tc->id.nvjitlink_major * 100 + tc->id.nvjitlink_minor <
-        tc->id.nvrtc_major * 100 + tc->id.nvrtc_minor) {
-        snprintf(why, whysz, "nvJitLink %d.%d is older than NVRTC %d.%d in '%s'",
-                 tc->id.nvjitlink_major, tc->id.nvjitlink_minor, tc->id.nvrtc_major,
-                 tc->id.nvrtc_minor, dir);
-        goto fail;
-    }
-    nvrtcResult (*num_archs)(int *);
-    nvrtcResult (*get_archs)(int *);
-    *(void **)(&num_archs) = dlsym(tc->nvrtc_lib, "nvrtcGetNumSupportedArchs");
-    *(void **)(&get_archs) = dlsym(tc->nvrtc_lib, "nvrtcGetSupportedArchs");
-    int n = 0;
-    if (num_archs && get_archs && num_archs(&n) == NVRTC_SUCCESS && n > 0 && n <= 64) {
-        get_archs(tc->archs);
-        tc->n_archs = n;
-    }
+    tc->loaded = 1;
+    if (*dir)
+        record_store(tc, &sn, &sl);
     return tc;
 fail:
     if (tc->nvrtc_lib)
@@ -146,21 +292,30 @@ static int version_of(const jit__toolchain_t *tc) {
 }
 
 /* Caller holds g_lock. */
-static jit__toolchain_t *find_or_load(const char *dir, char *why, size_t whysz) {
-    for (int i = 0; i < g_n_loaded; i++)
-        if (strcmp(g_loaded[i]->dir, dir) == 0)
-            return g_loaded[i];
-    if (g_n_loaded == MAX_TOOLCHAINS) {
+static jit__toolchain_t *find_or_identify(const char *dir, char *why, size_t whysz) {
+    for (int i = 0; i < g_n_known; i++)
+        if (strcmp(g_known[i]->dir, dir) == 0)
+            return g_known[i];
+    if (g_n_known == MAX_TOOLCHAINS) {
         snprintf(why, whysz, "too many toolkit directories");
         return NULL;
     }
-    jit__toolchain_t *tc = load_dir(dir, why, whysz);
+    jit__toolchain_t *tc = identify(dir, why, whysz);
+    if (tc && !compatible_pair(tc, why, whysz)) {
+        /* Identified but unusable: remember nothing, so it is never chosen. */
+        if (tc->nvrtc_lib)
+            dlclose(tc->nvrtc_lib);
+        if (tc->jitlink_lib)
+            dlclose(tc->jitlink_lib);
+        free(tc);
+        return NULL;
+    }
     if (tc)
-        g_loaded[g_n_loaded++] = tc;
+        g_known[g_n_known++] = tc;
     return tc;
 }
 
-/* Caller holds g_lock. Probe every automatic candidate once. */
+/* Caller holds g_lock. Identify every automatic candidate once. */
 static void scan_candidates(void) {
     if (g_scanned)
         return;
@@ -178,23 +333,25 @@ static void scan_candidates(void) {
         closedir(deps);
         for (int i = 0; i < n; i++) {
             char dir[sizeof(((jit__toolchain_t *)0)->dir)];
-            if (snprintf(dir, sizeof(dir), "%s/%s", JITGEMM_DEPS_DIR, names[i]) <
-                (int)sizeof(dir))
-                find_or_load(dir, why, sizeof(why));
+            if (snprintf(dir, sizeof(dir), "%s/%s", JITGEMM_DEPS_DIR, names[i]) < (int)sizeof(dir))
+                find_or_identify(dir, why, sizeof(why));
         }
     }
     const char *envs[] = {"CUDA_HOME", "CUDA_PATH"};
     for (int i = 0; i < 2; i++) {
         const char *v = getenv(envs[i]);
         if (v && *v)
-            find_or_load(v, why, sizeof(why));
+            find_or_identify(v, why, sizeof(why));
     }
-    find_or_load("/usr/local/cuda", why, sizeof(why));
-    find_or_load("", why, sizeof(why));
+    find_or_identify("/usr/local/cuda", why, sizeof(why));
+    /* The loader's path needs the libraries opened to be identified; it is asked only when no
+     * directory holds a toolkit. */
+    if (g_n_known == 0)
+        find_or_identify("", why, sizeof(why));
     const jit__toolchain_t *best = NULL;
-    for (int i = 0; i < g_n_loaded; i++)
-        if (!best || version_of(g_loaded[i]) > version_of(best))
-            best = g_loaded[i];
+    for (int i = 0; i < g_n_known; i++)
+        if (!best || version_of(g_known[i]) > version_of(best))
+            best = g_known[i];
     g_auto_choice = best;
 }
 
@@ -209,7 +366,7 @@ jit_status_t jit__toolchain_get(const char *dir, const jit__toolchain_t **out, j
     char why[512] = "";
     const jit__toolchain_t *tc = NULL;
     if (dir && *dir) {
-        tc = find_or_load(dir, why, sizeof(why));
+        tc = find_or_identify(dir, why, sizeof(why));
     } else {
         scan_candidates();
         tc = g_auto_choice;
@@ -226,14 +383,45 @@ jit_status_t jit__toolchain_get(const char *dir, const jit__toolchain_t **out, j
     return JIT_OK;
 }
 
+jit_status_t jit__toolchain_load(const jit__toolchain_t *ctc, jit__diag_t *d) {
+    jit__toolchain_t *tc = (jit__toolchain_t *)ctc;
+    if (atomic_load_explicit(&tc->loaded, memory_order_acquire))
+        return JIT_OK;
+    char why[512] = "";
+    jit_status_t st = JIT_OK;
+    pthread_mutex_lock(&g_lock);
+    if (!atomic_load_explicit(&tc->loaded, memory_order_relaxed)) {
+        jit__toolchain_id_t real;
+        int archs[64], n_archs = 0;
+        if (!bind_libraries(tc, why, sizeof(why)) ||
+            !query_identity(tc, &real, archs, &n_archs, why, sizeof(why)))
+            st = JIT_TOOLCHAIN_NOT_FOUND;
+        else if (memcmp(&real, &tc->id, sizeof(real)) != 0) {
+            /* The files changed in a way their fingerprints did not show: refuse rather than
+             * compile under a key that names the wrong version. */
+            snprintf(why, sizeof(why),
+                     "%.200s is NVRTC %d.%d now but was recorded as %d.%d; remove %.200s and retry",
+                     tc->nvrtc_path, real.nvrtc_major, real.nvrtc_minor, tc->id.nvrtc_major,
+                     tc->id.nvrtc_minor, g_record_path);
+            st = JIT_TOOLCHAIN_NOT_FOUND;
+        } else {
+            atomic_store_explicit(&tc->loaded, 1, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (st != JIT_OK)
+        return jit__fail(d, st, "loading NVRTC/nvJitLink: %s", why);
+    return JIT_OK;
+}
+
 const jit__toolchain_t *jit__toolchain_newest_up_to(int major, int minor) {
     pthread_mutex_lock(&g_lock);
     scan_candidates();
     const jit__toolchain_t *best = NULL;
-    for (int i = 0; i < g_n_loaded; i++) {
-        int v = version_of(g_loaded[i]);
+    for (int i = 0; i < g_n_known; i++) {
+        int v = version_of(g_known[i]);
         if (v <= major * 100 + minor && (!best || v > version_of(best)))
-            best = g_loaded[i];
+            best = g_known[i];
     }
     pthread_mutex_unlock(&g_lock);
     return best;

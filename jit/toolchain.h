@@ -2,21 +2,27 @@
  * NVRTC and nvJitLink, loaded at run time with dlopen so that compile-only work runs on machines
  * without them at link time, and so a newer toolkit can be used without rebuilding. Candidates:
  * an explicit directory ($JITGEMM_TOOLKIT_DIR or the context option) wins outright; otherwise
- * the project-local folder that scripts/setup.sh fills, $CUDA_HOME, /usr/local/cuda, and the
- * loader's default search path are tried and the newest NVRTC wins. NVRTC and nvJitLink are
- * always taken from the same directory.
+ * the project-local folder that scripts/setup.sh fills, $CUDA_HOME, $CUDA_PATH and
+ * /usr/local/cuda are tried (the loader's search path only if none holds a toolkit) and the
+ * newest NVRTC wins. NVRTC and nvJitLink are always taken from the same directory.
+ *
+ * A toolchain is identified without being loaded where a remembered identity still matches
+ * the files (see toolchain.c); its function pointers are valid only after jit__toolchain_load.
  */
 #ifndef JIT_TOOLCHAIN_H
 #define JIT_TOOLCHAIN_H
 
 #include <nvJitLink.h>
 #include <nvrtc.h>
+#include <stdatomic.h>
 
 #include "diag.h"
 #include "key.h"
 
 typedef struct jit__toolchain {
     char dir[4096 + 64]; /* where the libraries were found ("" = loader default) */
+    char nvrtc_path[4200], jitlink_path[4200];
+    atomic_int loaded; /* the function pointers below are bound */
     jit__toolchain_id_t id;
     int archs[64]; /* nvrtcGetSupportedArchs, e.g. 90, 100, 103, 107 */
     int n_archs;
@@ -53,6 +59,14 @@ typedef struct jit__toolchain {
 /* The toolchain for `dir` (NULL: the automatic choice described above). Loaded once per
  * directory and kept for the life of the process; the pointer stays valid. Thread-safe. */
 jit_status_t jit__toolchain_get(const char *dir, const jit__toolchain_t **out, jit__diag_t *d);
+
+/* Bind the toolchain's function pointers (opening the libraries) if not done yet. Needed
+ * before any NVRTC or nvJitLink call; jit__compile does it. Thread-safe. */
+jit_status_t jit__toolchain_load(const jit__toolchain_t *tc, jit__diag_t *d);
+
+/* Remember toolchain identities in DIR/toolchains.json (the first call wins; until then,
+ * every toolchain is identified by loading it). Contexts call it with their cache directory. */
+void jit__toolchain_remember_in(const char *dir);
 
 /* The newest toolchain (among the automatic candidates and any directory loaded so far) whose
  * NVRTC version is at most major.minor, or NULL. Used when a cubin from a newer NVRTC does not
