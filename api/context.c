@@ -201,8 +201,11 @@ void jit_context_destroy(jit_context_t *ctx) {
         if (!k)
             continue;
         /* Unloading needs the driver; a context created without a GPU has no modules. */
-        if (k->module && (drv || jit__driver_get(&drv, &d) == JIT_OK))
+        if (k->module && (drv || jit__driver_get(&drv, &d) == JIT_OK)) {
+            if (k->tc_workspace)
+                drv->cuMemFree(k->tc_workspace);
             drv->cuModuleUnload(k->module);
+        }
         free(k);
     }
     free_table(t);

@@ -22,6 +22,7 @@
 #include "jitgemm.h"
 #include "key.h"
 #include "plan.h"
+#include "tc_launch.h"
 #include "toolchain.h"
 
 /* What identifies a loaded kernel in the hot path: everything jit_gemm reads from the problem
@@ -40,6 +41,10 @@ typedef struct jit__kernel {
     CUfunction function;
     jit__plan_t plan;
     char hash[JIT_KEY_HASH_LEN + 1];
+    /* Route TCGEN05 only: the launch shape sized from occupancy at load time, and the
+     * scheduler's zeroed device workspace (work counter, registration, token slots). */
+    jit__tc_launch_dims_t tc_dims;
+    CUdeviceptr tc_workspace;
 } jit__kernel_t;
 
 typedef struct jit__kernel_table {

@@ -68,6 +68,11 @@ static jit_status_t validate(const jit_problem_t *p, const jit_operands_t *o, st
     if (!aligned(o->d, 4) || (o->residual && !aligned(o->residual, 4)) || !aligned(o->scale_a, 4) ||
         !aligned(o->scale_b, 4))
         return jit__fail(d, JIT_MISALIGNED, "d, residual and the scales must be 4-byte aligned");
+    /* Block-scaled operands go through TMA, which needs 16-byte aligned base addresses. */
+    if (p->scale_mode != JIT_SCALE_ROW &&
+        (!aligned(o->scale_a, 16) || !aligned(o->scale_b, 16) || !aligned(o->d, 16)))
+        return jit__fail(d, JIT_MISALIGNED,
+                         "block-scaled problems need 16-byte aligned scales and d (TMA)");
     if (p->scale_mode == JIT_SCALE_ROW &&
         (s->ldd % 2 || (p->epilogue == JIT_EPILOGUE_LINEAR_ADD && s->ldr % 2)))
         return jit__fail(d, JIT_MISALIGNED,
@@ -110,6 +115,20 @@ static jit_status_t launch_mma_sync(const jit__driver_t *drv, const jit__kernel_
     return JIT_OK;
 }
 
+static jit_status_t launch_tcgen05(const jit__driver_t *drv, const jit__kernel_t *k,
+                                   const jit_problem_t *p, const jit_operands_t *o,
+                                   const strides_t *s, CUstream stream, jit__diag_t *d) {
+    /* The tensor maps hold the operands' addresses, so they are encoded for every call. */
+    jit__tc_shape_t shape = {p->m, p->n, p->k, s->lda, s->ldb, s->ldd};
+    jit__tc_params_t params;
+    jit_status_t st = jit__tc_params_build(drv, &k->plan, &shape, o, p->alpha, s->ldr,
+                                           (void *)(uintptr_t)k->tc_workspace,
+                                           k->tc_dims.token_slots, &params, d);
+    if (st != JIT_OK)
+        return st;
+    return jit__tc_launch(drv, k->function, &k->plan, &k->tc_dims, &params, stream, d);
+}
+
 jit_status_t jit_gemm(jit_context_t *ctx, const jit_problem_t *problem,
                       const jit_operands_t *operands, void *stream) {
     jit__diag_t d;
@@ -141,10 +160,7 @@ jit_status_t jit_gemm(jit_context_t *ctx, const jit_problem_t *problem,
     if (k->plan.route == JIT_ROUTE_MMA_SYNC)
         st = launch_mma_sync(drv, k, problem, operands, &s, (CUstream)stream, &d);
     else
-        st = jit__fail(&d, JIT_UNSUPPORTED_ARCH,
-                       "launching %s kernels is not implemented: they are generated and "
-                       "compiled only",
-                       k->plan.arch->name);
+        st = launch_tcgen05(drv, k, problem, operands, &s, (CUstream)stream, &d);
     if (st != JIT_OK)
         return jit__ctx_error(ctx, &d);
     return JIT_OK;

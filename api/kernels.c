@@ -97,6 +97,34 @@ static const jit__kernel_t *insert(jit_context_t *ctx, jit__kernel_t *k, int *in
     return k;
 }
 
+/* tcgen05 kernels have been generated, compiled and checked statically only: no Blackwell or
+ * Rubin GPU was available to run them. Launching one needs the user's explicit consent. */
+#define UNVERIFIED_ENV "JITGEMM_ALLOW_UNVERIFIED_TCGEN05"
+
+static jit_status_t check_unverified_route(const jit__plan_t *plan, jit__diag_t *d) {
+    const char *v = getenv(UNVERIFIED_ENV);
+    if (plan->route != JIT_ROUTE_TCGEN05 || (v && strcmp(v, "1") == 0))
+        return JIT_OK;
+    return jit__fail(d, JIT_UNSUPPORTED_ARCH,
+                     "%s block-scaled kernels are generated and compiled but have never been run "
+                     "on hardware; set %s=1 to launch them anyway (and check the results)",
+                     plan->arch->name, UNVERIFIED_ENV);
+}
+
+/* Occupancy-sized launch shape and a zeroed scheduler workspace, once per loaded kernel. */
+static jit_status_t prepare_tcgen05(const jit__driver_t *drv, jit__kernel_t *k, jit__diag_t *d) {
+    jit_status_t st = jit__tc_launch_dims_query(drv, k->function, &k->plan, NULL, &k->tc_dims, d);
+    if (st != JIT_OK)
+        return st;
+    size_t bytes = jit__tc_workspace_bytes(k->tc_dims.token_slots);
+    CUresult r = drv->cuMemAlloc(&k->tc_workspace, bytes);
+    if (r == CUDA_SUCCESS)
+        r = drv->cuMemsetD8(k->tc_workspace, 0, bytes);
+    if (r != CUDA_SUCCESS)
+        return jit__cuda_fail(drv, r, "allocating the tcgen05 scheduler workspace", d);
+    return JIT_OK;
+}
+
 static int load_error_may_be_toolchain(CUresult r) {
     return r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION || r == CUDA_ERROR_INVALID_IMAGE ||
            r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_PTX;
@@ -126,8 +154,8 @@ static jit_status_t context_toolchain(jit_context_t *ctx, const jit__toolchain_t
 
 /* Obtain the cubin of `plan` with toolchain `tc` and load it into the current CUDA context. */
 static jit_status_t load_with(jit_context_t *ctx, const jit__driver_t *drv,
-                              const jit__toolchain_t *tc, const jit__plan_t *plan,
-                              jit__kernel_t *k, CUresult *load_result, jit__diag_t *d) {
+                              const jit__toolchain_t *tc, const jit__plan_t *plan, jit__kernel_t *k,
+                              CUresult *load_result, jit__diag_t *d) {
     jit__key_t key;
     jit_status_t st = jit__ctx_key(ctx, tc, plan, &key, d);
     if (st != JIT_OK)
@@ -160,6 +188,8 @@ jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUconte
     make_launch_key(p, cuctx, &k->lk);
     k->lk_hash = XXH3_64bits(&k->lk, sizeof(k->lk));
     st = jit__ctx_plan(ctx, p, &k->plan, d);
+    if (st == JIT_OK)
+        st = check_unverified_route(&k->plan, d);
     const jit__toolchain_t *tc = NULL;
     if (st == JIT_OK)
         st = context_toolchain(ctx, &tc, d);
@@ -188,16 +218,20 @@ jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUconte
         }
     }
     if (st == JIT_OK) {
-        CUresult r = drv->cuModuleGetFunction(&k->function, k->module,
-                                              jit__plan_kernel_name(&k->plan));
+        CUresult r =
+            drv->cuModuleGetFunction(&k->function, k->module, jit__plan_kernel_name(&k->plan));
         if (r == CUDA_SUCCESS)
             r = drv->cuFuncSetAttribute(k->function,
                                         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                         (int)k->plan.smem_bytes);
         if (r != CUDA_SUCCESS)
             st = jit__cuda_fail(drv, r, "preparing the kernel", d);
+        else if (k->plan.route == JIT_ROUTE_TCGEN05)
+            st = prepare_tcgen05(drv, k, d);
     }
     if (st != JIT_OK) {
+        if (k->tc_workspace)
+            drv->cuMemFree(k->tc_workspace);
         if (k->module)
             drv->cuModuleUnload(k->module);
         free(k);
@@ -208,6 +242,8 @@ jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUconte
     const jit__kernel_t *in_table = insert(ctx, k, &inserted);
     pthread_mutex_unlock(&ctx->lock);
     if (!inserted) {
+        if (k->tc_workspace)
+            drv->cuMemFree(k->tc_workspace);
         drv->cuModuleUnload(k->module);
         free(k);
         if (!in_table)
