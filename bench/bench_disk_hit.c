@@ -392,8 +392,8 @@ int main(int argc, char **argv) {
     double med_lookup = bench_median(lookup_ms, (size_t)runs);
     double med_cuda = bench_median(cuda_ms, (size_t)runs);
     if (!ba.quiet)
-        printf("\nfresh process, %zu-entry manifest, %s: median %.3f ms (context %.3f, loading "
-               "NVRTC/nvJitLink %.3f, %s %.3f); target <= %.1f ms: %s\n",
+        printf("\nfresh process, %zu-entry manifest, %s: median %.3f ms (context %.3f, toolchain "
+               "identity %.3f, %s %.3f); target <= %.1f ms: %s\n",
                entries, gpu ? "GPU" : "no GPU", med, med_create, med_tc,
                gpu ? "lookup + module load" : "lookup + checksum (no GPU: no module load)",
                med_lookup, TARGET_MS, med <= TARGET_MS ? "met" : "NOT met");
