@@ -115,7 +115,7 @@ static int child_main(const char *dir, int which) {
     }
     /* The first thing the lookup needs is the toolchain's identity (it is part of the key);
      * asking for it first, with the context's own choice, splits that cost out of the total
-     * without changing the path: the lookup then finds it already loaded. */
+     * without changing the path: the lookup then finds it already identified. */
     const jit__toolchain_t *tc = NULL;
     if (jit__toolchain_get(ctx->toolkit_dir, &tc, &d) != JIT_OK) {
         printf("error toolchain: %s\n", d.msg);
