@@ -25,4 +25,17 @@ void jit__ref_fp8_rowscaled(const jit__gemm_spec_t *spec, int64_t m, const uint8
  * for any |g*u| below 2^26). */
 double jit__ref_tolerance(double ref, double mag);
 
+/* Block-scaled GEMM (route tcgen05, formats-facts.md 2.0): out[m][j] for j < Nout, before
+ * rounding, from the bytes the GPU reads. a: [M][lda_bytes], b: [N][ldb_bytes], elements of
+ * spec->a / spec->b (E4M3, E5M2, or E2M1 two per byte with element 2i in the low nibble);
+ * sfa_tiled / sfb_tiled: scales of spec->scales for M and N rows in the 128x4 tiled layout
+ * (jit_scale_tile_offset with ceil(K / block) k-blocks); the last block may be partial.
+ * residual: BF16 bits [M][ldr] (linear_add only). `mag` (if not NULL) as for the FP8 family.
+ * A spec outside the family (row scales, other dtypes) gives NaN everywhere. */
+void jit__ref_blockscaled(const jit__gemm_spec_t *spec, int64_t m, const uint8_t *a,
+                          int64_t lda_bytes, const uint8_t *b, int64_t ldb_bytes,
+                          const uint8_t *sfa_tiled, const uint8_t *sfb_tiled,
+                          const uint16_t *residual, int64_t ldr, float alpha, double *out,
+                          double *mag);
+
 #endif
