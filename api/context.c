@@ -202,6 +202,10 @@ void jit_context_destroy(jit_context_t *ctx) {
             continue;
         /* Unloading needs the driver; a context created without a GPU has no modules. */
         if (k->module && (drv || jit__driver_get(&drv, &d) == JIT_OK)) {
+            if (k->tc_done) {
+                drv->cuEventDestroy(k->tc_done);
+                pthread_mutex_destroy(&k->tc_lock);
+            }
             if (k->tc_workspace)
                 drv->cuMemFree(k->tc_workspace);
             drv->cuModuleUnload(k->module);

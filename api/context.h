@@ -42,9 +42,13 @@ typedef struct jit__kernel {
     jit__plan_t plan;
     char hash[JIT_KEY_HASH_LEN + 1];
     /* Route TCGEN05 only: the launch shape sized from occupancy at load time, and the
-     * scheduler's zeroed device workspace (work counter, registration, token slots). */
+     * scheduler's zeroed device workspace (work counter, registration, token slots). One
+     * workspace serves every launch, so launches are ordered on the GPU through `tc_done`
+     * (each waits for the previous one's event, whatever its stream), under `tc_lock`. */
     jit__tc_launch_dims_t tc_dims;
     CUdeviceptr tc_workspace;
+    CUevent tc_done;
+    pthread_mutex_t tc_lock;
 } jit__kernel_t;
 
 typedef struct jit__kernel_table {
@@ -115,6 +119,10 @@ jit_status_t jit__ctx_obtain(jit_context_t *ctx, const jit__toolchain_t *tc,
  * no I/O, no allocation, no lock. */
 jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUcontext cuctx,
                              const jit__kernel_t **out, jit__diag_t *d);
+
+/* JIT_OK if the plan's kernels may be launched: tcgen05 plans need the user's opt-in
+ * (JITGEMM_ALLOW_UNVERIFIED_TCGEN05=1), because they have never run on hardware. */
+jit_status_t jit__check_unverified_route(const jit__plan_t *plan, jit__diag_t *d);
 
 /* Just the in-memory lookup (NULL on miss); exposed for the hot-path benchmark. */
 const jit__kernel_t *jit__ctx_lookup(const jit_context_t *ctx, const jit_problem_t *p,

@@ -126,7 +126,20 @@ static jit_status_t launch_tcgen05(const jit__driver_t *drv, const jit__kernel_t
                                            k->tc_dims.token_slots, &params, d);
     if (st != JIT_OK)
         return st;
-    return jit__tc_launch(drv, k->function, &k->plan, &k->tc_dims, &params, stream, d);
+    /* The scheduler's workspace is shared by every launch of this kernel: order them on the
+     * GPU, across streams, behind the previous launch's event. */
+    jit__kernel_t *mk = (jit__kernel_t *)k;
+    pthread_mutex_lock(&mk->tc_lock);
+    CUresult r = drv->cuStreamWaitEvent(stream, mk->tc_done, 0);
+    if (r == CUDA_SUCCESS) {
+        st = jit__tc_launch(drv, k->function, &k->plan, &k->tc_dims, &params, stream, d);
+        if (st == JIT_OK)
+            r = drv->cuEventRecord(mk->tc_done, stream);
+    }
+    pthread_mutex_unlock(&mk->tc_lock);
+    if (r != CUDA_SUCCESS)
+        return jit__cuda_fail(drv, r, "ordering tcgen05 launches", d);
+    return st;
 }
 
 jit_status_t jit_gemm(jit_context_t *ctx, const jit_problem_t *problem,

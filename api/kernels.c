@@ -101,7 +101,7 @@ static const jit__kernel_t *insert(jit_context_t *ctx, jit__kernel_t *k, int *in
  * Rubin GPU was available to run them. Launching one needs the user's explicit consent. */
 #define UNVERIFIED_ENV "JITGEMM_ALLOW_UNVERIFIED_TCGEN05"
 
-static jit_status_t check_unverified_route(const jit__plan_t *plan, jit__diag_t *d) {
+jit_status_t jit__check_unverified_route(const jit__plan_t *plan, jit__diag_t *d) {
     const char *v = getenv(UNVERIFIED_ENV);
     if (plan->route != JIT_ROUTE_TCGEN05 || (v && strcmp(v, "1") == 0))
         return JIT_OK;
@@ -120,6 +120,10 @@ static jit_status_t prepare_tcgen05(const jit__driver_t *drv, jit__kernel_t *k, 
     CUresult r = drv->cuMemAlloc(&k->tc_workspace, bytes);
     if (r == CUDA_SUCCESS)
         r = drv->cuMemsetD8(k->tc_workspace, 0, bytes);
+    if (r == CUDA_SUCCESS)
+        r = drv->cuEventCreate(&k->tc_done, CU_EVENT_DISABLE_TIMING);
+    if (r == CUDA_SUCCESS)
+        pthread_mutex_init(&k->tc_lock, NULL);
     if (r != CUDA_SUCCESS)
         return jit__cuda_fail(drv, r, "allocating the tcgen05 scheduler workspace", d);
     return JIT_OK;
@@ -189,7 +193,7 @@ jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUconte
     k->lk_hash = XXH3_64bits(&k->lk, sizeof(k->lk));
     st = jit__ctx_plan(ctx, p, &k->plan, d);
     if (st == JIT_OK)
-        st = check_unverified_route(&k->plan, d);
+        st = jit__check_unverified_route(&k->plan, d);
     const jit__toolchain_t *tc = NULL;
     if (st == JIT_OK)
         st = context_toolchain(ctx, &tc, d);
@@ -230,6 +234,8 @@ jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUconte
             st = prepare_tcgen05(drv, k, d);
     }
     if (st != JIT_OK) {
+        if (k->tc_done)
+            drv->cuEventDestroy(k->tc_done);
         if (k->tc_workspace)
             drv->cuMemFree(k->tc_workspace);
         if (k->module)
@@ -242,6 +248,10 @@ jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUconte
     const jit__kernel_t *in_table = insert(ctx, k, &inserted);
     pthread_mutex_unlock(&ctx->lock);
     if (!inserted) {
+        if (k->tc_done) {
+            drv->cuEventDestroy(k->tc_done);
+            pthread_mutex_destroy(&k->tc_lock);
+        }
         if (k->tc_workspace)
             drv->cuMemFree(k->tc_workspace);
         drv->cuModuleUnload(k->module);

@@ -73,6 +73,7 @@ static void load_driver(void) {
     GET(cuEventRecord);
     GET(cuEventSynchronize);
     GET(cuEventElapsedTime);
+    GET(cuStreamWaitEvent);
     GET(cuTensorMapEncodeTiled);
     GET(cuOccupancyMaxActiveClusters);
     CUresult r = g_drv.cuInit(0);

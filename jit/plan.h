@@ -16,7 +16,7 @@
 
 /* Bumped whenever generated code or plans change for the same inputs: it is part of every key,
  * so old cache entries are never used by a newer generator and `cache gc` removes them. */
-#define JIT_GENERATOR_VERSION 1
+#define JIT_GENERATOR_VERSION 2
 
 typedef enum jit__route {
     JIT_ROUTE_NONE = 0,

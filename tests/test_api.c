@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "context.h"
 #include "jitgemm.h"
 #include "support.h"
 
@@ -200,8 +201,7 @@ Test(api, sm_107a_fallback_with_an_old_nvrtc) {
     cr_assert(strstr(text, "target=sm_100f fallback=1"), "%s", text);
     cr_assert(strstr(text, "fallback: NVRTC 13.0 cannot target sm_107a"), "%s", text);
     jit_free(text);
-    cr_assert_eq(jit_inspect(ctx, &p, JIT_INSPECT_ENTRY, &text), JIT_OK, "%s",
-                 jit_last_error(ctx));
+    cr_assert_eq(jit_inspect(ctx, &p, JIT_INSPECT_ENTRY, &text), JIT_OK, "%s", jit_last_error(ctx));
     cr_assert(strstr(text, "\"sm_100f\""), "%s", text);
     cr_assert(strstr(text, "\"sm_100a\""), "the check target is recorded: %s", text);
     jit_free(text);
@@ -264,4 +264,36 @@ Test(api, concurrent_first_calls_compile_once, .init = setup_ctx, .fini = teardo
     }
     for (int i = 0; i < N; i++)
         jit_free(r[i].entry);
+}
+
+Test(api, tcgen05_launch_needs_the_opt_in) {
+    /* The refusal is checked before anything is loaded; this exercises it without a GPU. */
+    jit__gemm_spec_t s = {.n = 4096,
+                          .k = 4096,
+                          .a = JIT_DTYPE_E2M1,
+                          .b = JIT_DTYPE_E2M1,
+                          .out = JIT_DTYPE_BF16,
+                          .scales = JIT_SCALE_UE4M3_16,
+                          .epilogue = JIT_EPILOGUE_LINEAR};
+    jit__plan_t plan;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    cr_assert_eq(jit__plan_make(&s, 4, 148, jit__arch_find("sm_100a"), &plan, &d), JIT_OK, "%s",
+                 d.msg);
+    unsetenv("JITGEMM_ALLOW_UNVERIFIED_TCGEN05");
+    cr_assert_eq(jit__check_unverified_route(&plan, &d), JIT_UNSUPPORTED_ARCH);
+    cr_assert(strstr(d.msg, "never been run on hardware"), "%s", d.msg);
+    cr_assert(strstr(d.msg, "JITGEMM_ALLOW_UNVERIFIED_TCGEN05=1"), "%s", d.msg);
+    jit__diag_init(&d);
+    setenv("JITGEMM_ALLOW_UNVERIFIED_TCGEN05", "yes", 1);
+    cr_assert_eq(jit__check_unverified_route(&plan, &d), JIT_UNSUPPORTED_ARCH, "only 1 opts in");
+    jit__diag_init(&d);
+    setenv("JITGEMM_ALLOW_UNVERIFIED_TCGEN05", "1", 1);
+    cr_assert_eq(jit__check_unverified_route(&plan, &d), JIT_OK);
+    /* The FP8 row-scaled route needs no opt-in. */
+    s.a = s.b = JIT_DTYPE_E4M3;
+    s.scales = JIT_SCALE_ROW;
+    unsetenv("JITGEMM_ALLOW_UNVERIFIED_TCGEN05");
+    cr_assert_eq(jit__plan_make(&s, 4, 148, jit__arch_find("sm_100a"), &plan, &d), JIT_OK);
+    cr_assert_eq(jit__check_unverified_route(&plan, &d), JIT_OK);
 }
