@@ -34,6 +34,9 @@ typedef struct jit__launch_key {
     int32_t a, b, out, scales, epilogue, band;
 } jit__launch_key_t;
 
+/* The launch key of a problem in a CUDA context (zero padding included). */
+void jit__launch_key_make(const jit_problem_t *p, CUcontext cuctx, jit__launch_key_t *lk);
+
 typedef struct jit__kernel {
     jit__launch_key_t lk;
     uint64_t lk_hash;

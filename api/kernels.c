@@ -16,7 +16,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-static void make_launch_key(const jit_problem_t *p, CUcontext cuctx, jit__launch_key_t *lk) {
+void jit__launch_key_make(const jit_problem_t *p, CUcontext cuctx, jit__launch_key_t *lk) {
     memset(lk, 0, sizeof(*lk));
     lk->cuctx = cuctx;
     lk->n = p->n;
@@ -44,7 +44,7 @@ static const jit__kernel_t *probe(const jit__kernel_table_t *t, const jit__launc
 const jit__kernel_t *jit__ctx_lookup(const jit_context_t *ctx, const jit_problem_t *p,
                                      CUcontext cuctx) {
     jit__launch_key_t lk;
-    make_launch_key(p, cuctx, &lk);
+    jit__launch_key_make(p, cuctx, &lk);
     uint64_t h = XXH3_64bits(&lk, sizeof(lk));
     const jit__kernel_table_t *t =
         atomic_load_explicit(&((jit_context_t *)ctx)->kernels, memory_order_acquire);
@@ -189,7 +189,7 @@ jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUconte
     jit__kernel_t *k = calloc(1, sizeof(*k));
     if (!k)
         return jit__fail(d, JIT_OUT_OF_MEMORY, "kernel record");
-    make_launch_key(p, cuctx, &k->lk);
+    jit__launch_key_make(p, cuctx, &k->lk);
     k->lk_hash = XXH3_64bits(&k->lk, sizeof(k->lk));
     st = jit__ctx_plan(ctx, p, &k->plan, d);
     if (st == JIT_OK)

@@ -36,23 +36,9 @@
 
 static const int64_t k_ns[N_PROBLEMS] = {4096, 5120, 6144, 7168, 8192, 10240, 12288, 14336};
 
-/* Mirrors make_launch_key in api/kernels.c; checked by the lookups below. */
-static void launch_key(const jit_problem_t *p, CUcontext cuctx, jit__launch_key_t *lk) {
-    memset(lk, 0, sizeof(*lk));
-    lk->cuctx = cuctx;
-    lk->n = p->n;
-    lk->k = p->k;
-    lk->a = p->a_dtype;
-    lk->b = p->b_dtype;
-    lk->out = p->out_dtype;
-    lk->scales = p->scale_mode;
-    lk->epilogue = p->epilogue;
-    lk->band = jit__token_band(p->m);
-}
-
 static int seed(jit_context_t *ctx, const jit_problem_t *p, jit__kernel_t *rec) {
     memset(rec, 0, sizeof(*rec));
-    launch_key(p, NULL, &rec->lk);
+    jit__launch_key_make(p, NULL, &rec->lk);
     rec->lk_hash = XXH3_64bits(&rec->lk, sizeof(rec->lk));
     jit__kernel_table_t *t = atomic_load(&ctx->kernels);
     size_t mask = t->capacity - 1;

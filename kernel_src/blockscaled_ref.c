@@ -121,25 +121,6 @@ static void block_dot(const decode_t *d, int64_t k, const uint8_t *arow, const u
     *abs_sum = acc_abs;
 }
 
-/* Written with exp of a non-positive argument only, so a very negative gate gives its tiny
- * true value (down to double's range) instead of x / inf = -0. */
-static double sigmoid(double x) {
-    if (x >= 0)
-        return 1.0 / (1.0 + exp(-x));
-    double e = exp(x);
-    return e / (1.0 + e);
-}
-
-static double silu(double x) {
-    return x * sigmoid(x);
-}
-
-/* d/dx x*sigmoid(x) = sigmoid(x) * (1 + x * (1 - sigmoid(x))) */
-static double silu_slope(double x) {
-    double s = sigmoid(x);
-    return s * (1.0 + x * (1.0 - s));
-}
-
 void jit__ref_blockscaled(const jit__gemm_spec_t *spec, int64_t m, const uint8_t *a,
                           int64_t lda_bytes, const uint8_t *b, int64_t ldb_bytes,
                           const uint8_t *sfa_tiled, const uint8_t *sfb_tiled,
@@ -166,9 +147,7 @@ void jit__ref_blockscaled(const jit__gemm_spec_t *spec, int64_t m, const uint8_t
                           &ga);
                 block_dot(&d, k, arow, b + (2 * j + 1) * ldb_bytes, r, 2 * j + 1, sfa_tiled,
                           sfb_tiled, &us, &ua);
-                double g = al * gs, u = al * us;
-                v = silu(g) * u;
-                vm = fabs(u * silu_slope(g)) * fabs(al) * ga + fabs(silu(g)) * fabs(al) * ua;
+                jit__ref_swiglu(al * gs, fabs(al) * ga, al * us, fabs(al) * ua, &v, &vm);
             } else {
                 double s, sabs;
                 block_dot(&d, k, arow, b + j * ldb_bytes, r, j, sfa_tiled, sfb_tiled, &s, &sabs);

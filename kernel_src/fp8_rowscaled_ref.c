@@ -17,16 +17,6 @@
 #include "formats.h"
 #include "reference.h"
 
-static double silu(double x) {
-    return x / (1.0 + exp(-x));
-}
-
-/* d/dx x*sigmoid(x) = sigmoid(x) * (1 + x * (1 - sigmoid(x))) */
-static double silu_slope(double x) {
-    double s = 1.0 / (1.0 + exp(-x));
-    return s * (1.0 + x * (1.0 - s));
-}
-
 /* sum_k a[k]*b[k] and sum_k |a[k]*b[k]| over one row pair, exact in double. */
 static void dot_e4m3(const double *tab, const uint8_t *a, const uint8_t *b, int64_t k, double *sum,
                      double *abs_sum) {
@@ -59,9 +49,7 @@ void jit__ref_fp8_rowscaled(const jit__gemm_spec_t *spec, int64_t m, const uint8
                 dot_e4m3(tab, arow, b + (2 * j) * ldb, k, &gs, &ga);
                 dot_e4m3(tab, arow, b + (2 * j + 1) * ldb, k, &us, &ua);
                 double gsc = row_scale * (double)sb[2 * j], usc = row_scale * (double)sb[2 * j + 1];
-                double g = gsc * gs, u = usc * us;
-                v = silu(g) * u;
-                vm = fabs(u * silu_slope(g)) * fabs(gsc) * ga + fabs(silu(g)) * fabs(usc) * ua;
+                jit__ref_swiglu(gsc * gs, fabs(gsc) * ga, usc * us, fabs(usc) * ua, &v, &vm);
             } else {
                 double s, sabs;
                 dot_e4m3(tab, arow, b + j * ldb, k, &s, &sabs);

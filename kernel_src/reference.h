@@ -18,6 +18,11 @@ void jit__ref_fp8_rowscaled(const jit__gemm_spec_t *spec, int64_t m, const uint8
                             const uint16_t *residual, int64_t ldr, float alpha, double *out,
                             double *mag);
 
+/* SwiGLU of one gate/up pair, both already scaled: out = silu(g) * u, and the bound of its
+ * error from the bounds g_mag and u_mag of g and u, to first order:
+ * |u * silu'(g)| * g_mag + |silu(g)| * u_mag. Shared by both references. */
+void jit__ref_swiglu(double g, double g_mag, double u, double u_mag, double *out, double *mag);
+
 /* The tolerance a BF16 output of the FP8 family is checked with: half a BF16 ulp (2^-8 |ref|),
  * the FP32 accumulation error (1e-5 * mag, mag from jit__ref_fp8_rowscaled), and an absolute
  * 2^-100 for values FP32 cannot hold: the kernel flushes subnormals, so SwiGLU's silu(g)

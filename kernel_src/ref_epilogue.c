@@ -1,0 +1,26 @@
+/*
+ * The epilogue arithmetic both host references share: SwiGLU of a gate/up pair and the
+ * first-order propagation of their accumulation bounds, so the FP8 row-scaled and the
+ * block-scaled references cannot drift apart in what they call the right answer.
+ */
+#include <math.h>
+
+#include "reference.h"
+
+/* Written with exp of a non-positive argument only, so a very negative gate gives its tiny
+ * true value (down to double's range) instead of x / inf = -0. */
+static double sigmoid(double x) {
+    if (x >= 0)
+        return 1.0 / (1.0 + exp(-x));
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+
+void jit__ref_swiglu(double g, double g_mag, double u, double u_mag, double *out, double *mag) {
+    double s = sigmoid(g);
+    double silu = g * s;
+    /* d/dg g*sigmoid(g) = sigmoid(g) * (1 + g * (1 - sigmoid(g))) */
+    double slope = s * (1.0 + g * (1.0 - s));
+    *out = silu * u;
+    *mag = fabs(u * slope) * g_mag + fabs(silu) * u_mag;
+}
