@@ -200,17 +200,10 @@ void jit_context_destroy(jit_context_t *ctx) {
         jit__kernel_t *k = atomic_load(&t->slots[i]);
         if (!k)
             continue;
-        /* Unloading needs the driver; a context created without a GPU has no modules. */
-        if (k->module && (drv || jit__driver_get(&drv, &d) == JIT_OK)) {
-            if (k->tc_done) {
-                drv->cuEventDestroy(k->tc_done);
-                pthread_mutex_destroy(&k->tc_lock);
-            }
-            if (k->tc_workspace)
-                drv->cuMemFree(k->tc_workspace);
-            drv->cuModuleUnload(k->module);
-        }
-        free(k);
+        /* A loaded kernel implies a driver; a context created without a GPU has none. */
+        if (!drv)
+            jit__driver_get(&drv, &d);
+        jit__kernel_release(drv, k);
     }
     free_table(t);
     for (size_t i = 0; i < ctx->n_retired; i++)

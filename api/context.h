@@ -19,6 +19,7 @@
 #include "cache.h"
 #include "compile.h"
 #include "diag.h"
+#include "driver.h"
 #include "jitgemm.h"
 #include "key.h"
 #include "plan.h"
@@ -122,6 +123,10 @@ jit_status_t jit__ctx_obtain(jit_context_t *ctx, const jit__toolchain_t *tc,
  * no I/O, no allocation, no lock. */
 jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUcontext cuctx,
                              const jit__kernel_t **out, jit__diag_t *d);
+
+/* Unload a kernel record's module and free what its route allocated, then the record (drv may
+ * be NULL only for a record that holds nothing of the driver's). */
+void jit__kernel_release(const jit__driver_t *drv, jit__kernel_t *k);
 
 /* JIT_OK if the plan's kernels may be launched: tcgen05 plans need the user's opt-in
  * (JITGEMM_ALLOW_UNVERIFIED_TCGEN05=1), because they have never run on hardware. */

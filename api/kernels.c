@@ -97,6 +97,20 @@ static const jit__kernel_t *insert(jit_context_t *ctx, jit__kernel_t *k, int *in
     return k;
 }
 
+void jit__kernel_release(const jit__driver_t *drv, jit__kernel_t *k) {
+    if (drv) {
+        if (k->tc_done) {
+            drv->cuEventDestroy(k->tc_done);
+            pthread_mutex_destroy(&k->tc_lock);
+        }
+        if (k->tc_workspace)
+            drv->cuMemFree(k->tc_workspace);
+        if (k->module)
+            drv->cuModuleUnload(k->module);
+    }
+    free(k);
+}
+
 /* tcgen05 kernels have been generated, compiled and checked statically only: no Blackwell or
  * Rubin GPU was available to run them. Launching one needs the user's explicit consent. */
 #define UNVERIFIED_ENV "JITGEMM_ALLOW_UNVERIFIED_TCGEN05"
@@ -234,13 +248,7 @@ jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUconte
             st = prepare_tcgen05(drv, k, d);
     }
     if (st != JIT_OK) {
-        if (k->tc_done)
-            drv->cuEventDestroy(k->tc_done);
-        if (k->tc_workspace)
-            drv->cuMemFree(k->tc_workspace);
-        if (k->module)
-            drv->cuModuleUnload(k->module);
-        free(k);
+        jit__kernel_release(drv, k);
         return st;
     }
     pthread_mutex_lock(&ctx->lock);
@@ -248,14 +256,7 @@ jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUconte
     const jit__kernel_t *in_table = insert(ctx, k, &inserted);
     pthread_mutex_unlock(&ctx->lock);
     if (!inserted) {
-        if (k->tc_done) {
-            drv->cuEventDestroy(k->tc_done);
-            pthread_mutex_destroy(&k->tc_lock);
-        }
-        if (k->tc_workspace)
-            drv->cuMemFree(k->tc_workspace);
-        drv->cuModuleUnload(k->module);
-        free(k);
+        jit__kernel_release(drv, k);
         if (!in_table)
             return jit__fail(d, JIT_OUT_OF_MEMORY, "kernel table");
     }

@@ -237,6 +237,15 @@ void jit__toolchain_remember_in(const char *dir) {
 
 /* ---- identifying a directory ------------------------------------------------------------- */
 
+/* Forget a toolchain that was never handed out. */
+static void discard(jit__toolchain_t *tc) {
+    if (tc->nvrtc_lib)
+        dlclose(tc->nvrtc_lib);
+    if (tc->jitlink_lib)
+        dlclose(tc->jitlink_lib);
+    free(tc);
+}
+
 /* Identify the toolchain in `dir` ("" = the loader's search path): from the record when its
  * fingerprints match, else by loading it. Caller holds g_lock. NULL with `why` filled. */
 static jit__toolchain_t *identify(const char *dir, char *why, size_t whysz) {
@@ -279,11 +288,7 @@ static jit__toolchain_t *identify(const char *dir, char *why, size_t whysz) {
         record_store(tc, &sn, &sl);
     return tc;
 fail:
-    if (tc->nvrtc_lib)
-        dlclose(tc->nvrtc_lib);
-    if (tc->jitlink_lib)
-        dlclose(tc->jitlink_lib);
-    free(tc);
+    discard(tc);
     return NULL;
 }
 
@@ -303,11 +308,7 @@ static jit__toolchain_t *find_or_identify(const char *dir, char *why, size_t why
     jit__toolchain_t *tc = identify(dir, why, whysz);
     if (tc && !compatible_pair(tc, why, whysz)) {
         /* Identified but unusable: remember nothing, so it is never chosen. */
-        if (tc->nvrtc_lib)
-            dlclose(tc->nvrtc_lib);
-        if (tc->jitlink_lib)
-            dlclose(tc->jitlink_lib);
-        free(tc);
+        discard(tc);
         return NULL;
     }
     if (tc)
