@@ -297,3 +297,56 @@ Test(api, tcgen05_launch_needs_the_opt_in) {
     cr_assert_eq(jit__plan_make(&s, 4, 148, jit__arch_find("sm_100a"), &plan, &d), JIT_OK);
     cr_assert_eq(jit__check_unverified_route(&plan, &d), JIT_OK);
 }
+
+typedef struct two_ctx {
+    jit_context_t *ctx;
+    jit_problem_t p;
+    int compiled, cached;
+    jit_status_t st;
+} two_ctx_t;
+
+static void count_result(const jit_prewarm_event_t *ev, void *user) {
+    two_ctx_t *t = user;
+    t->compiled += ev->result == JIT_PREWARM_COMPILED;
+    t->cached += ev->result == JIT_PREWARM_CACHED;
+}
+
+static void *prewarm_worker(void *arg) {
+    two_ctx_t *t = arg;
+    t->st = jit_prewarm(t->ctx, &t->p, 1, 1, count_result, t);
+    return NULL;
+}
+
+Test(api, two_contexts_on_one_cache_compile_a_key_once) {
+    /* Separate contexts share nothing in memory; only the cache's per-key file lock can make
+     * the second one wait for the first one's compile instead of repeating it. */
+    char *dir = jt_mkdtemp("twoctx");
+    two_ctx_t t[2];
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        memset(&t[i], 0, sizeof(t[i]));
+        jit_context_options_t o;
+        jit_context_options_init(&o);
+        o.cache_dir = dir;
+        o.arch = "sm_90a";
+        o.log_level = JIT_LOG_ERROR;
+        cr_assert_eq(jit_context_create(&o, &t[i].ctx), JIT_OK, "%s", jit_last_error(NULL));
+        jit_problem_init(&t[i].p);
+        t[i].p.m = 2000;
+        t[i].p.n = 1536;
+        t[i].p.k = 2048;
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, prewarm_worker, &t[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(t[i].st, JIT_OK, "%s", jit_last_error(t[i].ctx));
+    cr_assert_eq(t[0].compiled + t[1].compiled, 1, "compiled %d and %d times", t[0].compiled,
+                 t[1].compiled);
+    cr_assert_eq(t[0].cached + t[1].cached, 1);
+    for (int i = 0; i < 2; i++)
+        jit_context_destroy(t[i].ctx);
+    jt_rmtree(dir);
+    free(dir);
+}
