@@ -77,8 +77,9 @@ struct jit_context {
     jit_log_level_t log_level;
     const jit__arch_profile_t *arch; /* NULL: none given and no GPU to detect it from */
     int sm_count;
-    const jit__toolchain_t *tc;      /* compiles everything */
-    const jit__toolchain_t *exec_tc; /* compiles what is launched (older if the driver needs) */
+    /* Compiles what jit_gemm launches: the automatic (or named) toolchain, or an older one once
+     * the driver has refused a newer one's cubin. Prewarm and inspect use the automatic one. */
+    const jit__toolchain_t *exec_tc;
     char toolkit_dir[512];
     jit__cache_t *cache;
 
@@ -135,9 +136,5 @@ jit_status_t jit__check_unverified_route(const jit__plan_t *plan, jit__diag_t *d
 /* Just the in-memory lookup (NULL on miss); exposed for the hot-path benchmark. */
 const jit__kernel_t *jit__ctx_lookup(const jit_context_t *ctx, const jit_problem_t *p,
                                      CUcontext cuctx);
-
-/* The generated source of a key (from the context's memory or the disk cache), malloc'd. */
-jit_status_t jit__ctx_source(jit_context_t *ctx, const jit__plan_t *plan, const jit__key_t *key,
-                             char **source, jit__diag_t *d);
 
 #endif

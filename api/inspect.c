@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "context.h"
+#include "generate.h"
 
 void jit_free(void *p) {
     free(p);
@@ -22,8 +23,8 @@ static char *key_text(const jit__key_t *key, const jit__plan_t *plan, const jit_
         snprintf(out + n, (size_t)(JIT_KEY_TEXT_MAX + 512 - n),
                  " (fallback: NVRTC %d.%d cannot target %s; the source is assembled for %s as a "
                  "check and the cubin is built for the family target %s)\n",
-                 tc->id.nvrtc_major, tc->id.nvrtc_minor, plan->arch->name,
-                 plan->arch->check_target, key->target);
+                 tc->id.nvrtc_major, tc->id.nvrtc_minor, plan->arch->name, plan->arch->check_target,
+                 key->target);
     else
         snprintf(out + n, (size_t)(JIT_KEY_TEXT_MAX + 512 - n), " (native)\n");
     return out;
@@ -73,7 +74,9 @@ jit_status_t jit_inspect(jit_context_t *ctx, const jit_problem_t *problem, jit_i
     if (what == JIT_INSPECT_KEY) {
         *out = key_text(&key, &plan, tc);
     } else if (what == JIT_INSPECT_SOURCE) {
-        if (jit__ctx_source(ctx, &plan, &key, out, &d) != JIT_OK)
+        /* Generation is deterministic and cheap, so the source is regenerated rather than
+         * read back: it is byte-identical to what was compiled under this key. */
+        if (jit__generate(&plan, &key, out, &d) != JIT_OK)
             return jit__ctx_error(ctx, &d);
     } else {
         jit__obtained_t got;

@@ -160,8 +160,6 @@ static jit_status_t context_toolchain(jit_context_t *ctx, const jit__toolchain_t
     jit_status_t st = jit__toolchain_get(ctx->toolkit_dir, tc, d);
     if (st == JIT_OK) {
         pthread_mutex_lock(&ctx->lock);
-        if (!ctx->tc)
-            ctx->tc = *tc;
         if (!ctx->exec_tc)
             ctx->exec_tc = *tc;
         *tc = ctx->exec_tc;

@@ -125,8 +125,8 @@ static jit_status_t disk_or_compile(jit_context_t *ctx, const jit__toolchain_t *
             /* A cache that cannot take the entry costs a recompile next time, nothing more. */
             if (jit__cache_put(ctx->cache, &rec->entry, rec->cubin, rec->size, rec->source,
                                rec->ptx, &pd) != JIT_OK)
-                jit__log(ctx->log_level, JIT_LOG_WARN, "could not store kernel %s: %s",
-                         key->hash, pd.msg);
+                jit__log(ctx->log_level, JIT_LOG_WARN, "could not store kernel %s: %s", key->hash,
+                         pd.msg);
             jit__diag_clear(&pd);
         }
     }
@@ -181,12 +181,4 @@ jit_status_t jit__ctx_obtain(jit_context_t *ctx, const jit__toolchain_t *tc,
     pthread_cond_broadcast(&ctx->inflight_done);
     pthread_mutex_unlock(&ctx->lock);
     return st;
-}
-
-jit_status_t jit__ctx_source(jit_context_t *ctx, const jit__plan_t *plan, const jit__key_t *key,
-                             char **source, jit__diag_t *d) {
-    (void)ctx;
-    /* Generation is deterministic and cheap, so the source is regenerated rather than read
-     * back: it is byte-identical to what was compiled under this key. */
-    return jit__generate(plan, key, source, d);
 }
