@@ -20,10 +20,10 @@
 #include "compile.h"
 #include "diag.h"
 #include "driver.h"
+#include "family.h"
 #include "jitgemm.h"
 #include "key.h"
 #include "plan.h"
-#include "tc_launch.h"
 #include "toolchain.h"
 
 /* What identifies a loaded kernel in the hot path: everything jit_gemm reads from the problem
@@ -45,14 +45,9 @@ typedef struct jit__kernel {
     CUfunction function;
     jit__plan_t plan;
     char hash[JIT_KEY_HASH_LEN + 1];
-    /* Route TCGEN05 only: the launch shape sized from occupancy at load time, and the
-     * scheduler's zeroed device workspace (work counter, registration, token slots). One
-     * workspace serves every launch, so launches are ordered on the GPU through `tc_done`
-     * (each waits for the previous one's event, whatever its stream), under `tc_lock`. */
-    jit__tc_launch_dims_t tc_dims;
-    CUdeviceptr tc_workspace;
-    CUevent tc_done;
-    pthread_mutex_t tc_lock;
+    /* What the plan's family made in prepare() for its launches (NULL if nothing): owned by
+     * the family, which alone reads or changes it. */
+    void *launch_state;
 } jit__kernel_t;
 
 typedef struct jit__kernel_table {
@@ -125,13 +120,13 @@ jit_status_t jit__ctx_obtain(jit_context_t *ctx, const jit__toolchain_t *tc,
 jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUcontext cuctx,
                              const jit__kernel_t **out, jit__diag_t *d);
 
-/* Unload a kernel record's module and free what its route allocated, then the record (drv may
+/* Unload a kernel record's module and free its family's launch state, then the record (drv may
  * be NULL only for a record that holds nothing of the driver's). */
 void jit__kernel_release(const jit__driver_t *drv, jit__kernel_t *k);
 
-/* JIT_OK if the plan's kernels may be launched: tcgen05 plans need the user's opt-in
- * (JITGEMM_ALLOW_UNVERIFIED_TCGEN05=1), because they have never run on hardware. */
-jit_status_t jit__check_unverified_route(const jit__plan_t *plan, jit__diag_t *d);
+/* JIT_OK if the plan's kernels may be launched: a family whose kernels never ran on hardware
+ * (tcgen05) needs the user's opt-in through its launch_opt_in variable set to 1. */
+jit_status_t jit__check_launch_opt_in(const jit__plan_t *plan, jit__diag_t *d);
 
 /* Just the in-memory lookup (NULL on miss); exposed for the hot-path benchmark. */
 const jit__kernel_t *jit__ctx_lookup(const jit_context_t *ctx, const jit_problem_t *p,

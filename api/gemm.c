@@ -7,7 +7,6 @@
 
 #include "context.h"
 #include "driver.h"
-#include "kernel_abi.h"
 
 static int aligned(const void *p, uintptr_t a) {
     return ((uintptr_t)p & (a - 1)) == 0;
@@ -80,68 +79,6 @@ static jit_status_t validate(const jit_problem_t *p, const jit_operands_t *o, st
     return JIT_OK;
 }
 
-static jit_status_t launch_mma_sync(const jit__driver_t *drv, const jit__kernel_t *k,
-                                    const jit_problem_t *p, const jit_operands_t *o,
-                                    const strides_t *s, CUstream stream, jit__diag_t *d) {
-    jit__mma_sync_params_t params;
-    memset(&params, 0, sizeof(params));
-    params.a = o->a;
-    params.b = o->b;
-    params.sa = (const float *)o->scale_a;
-    params.sb = (const float *)o->scale_b;
-    params.residual = o->residual;
-    params.d = o->d;
-    params.m = p->m;
-    params.lda = s->lda;
-    params.ldb = s->ldb;
-    params.ldd = s->ldd;
-    params.ldr = s->ldr;
-    params.alpha = p->alpha;
-    unsigned grid[3];
-    jit__plan_grid(&k->plan, p->m, grid);
-    CUlaunchConfig cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.gridDimX = grid[0];
-    cfg.gridDimY = grid[1];
-    cfg.gridDimZ = grid[2];
-    cfg.blockDimX = (unsigned)k->plan.threads;
-    cfg.blockDimY = cfg.blockDimZ = 1;
-    cfg.sharedMemBytes = k->plan.smem_bytes;
-    cfg.hStream = stream;
-    void *args[] = {&params};
-    CUresult r = drv->cuLaunchKernelEx(&cfg, k->function, args, NULL);
-    if (r != CUDA_SUCCESS)
-        return jit__cuda_fail(drv, r, "cuLaunchKernelEx", d);
-    return JIT_OK;
-}
-
-static jit_status_t launch_tcgen05(const jit__driver_t *drv, const jit__kernel_t *k,
-                                   const jit_problem_t *p, const jit_operands_t *o,
-                                   const strides_t *s, CUstream stream, jit__diag_t *d) {
-    /* The tensor maps hold the operands' addresses, so they are encoded for every call. */
-    jit__tc_shape_t shape = {p->m, p->n, p->k, s->lda, s->ldb, s->ldd};
-    jit__tc_params_t params;
-    jit_status_t st = jit__tc_params_build(drv, &k->plan, &shape, o, p->alpha, s->ldr,
-                                           (void *)(uintptr_t)k->tc_workspace,
-                                           k->tc_dims.token_slots, &params, d);
-    if (st != JIT_OK)
-        return st;
-    /* The scheduler's workspace is shared by every launch of this kernel: order them on the
-     * GPU, across streams, behind the previous launch's event. */
-    jit__kernel_t *mk = (jit__kernel_t *)k;
-    pthread_mutex_lock(&mk->tc_lock);
-    CUresult r = drv->cuStreamWaitEvent(stream, mk->tc_done, 0);
-    if (r == CUDA_SUCCESS) {
-        st = jit__tc_launch(drv, k->function, &k->plan, &k->tc_dims, &params, stream, d);
-        if (st == JIT_OK)
-            r = drv->cuEventRecord(mk->tc_done, stream);
-    }
-    pthread_mutex_unlock(&mk->tc_lock);
-    if (r != CUDA_SUCCESS)
-        return jit__cuda_fail(drv, r, "ordering tcgen05 launches", d);
-    return st;
-}
-
 jit_status_t jit_gemm(jit_context_t *ctx, const jit_problem_t *problem,
                       const jit_operands_t *operands, void *stream) {
     jit__diag_t d;
@@ -169,11 +106,9 @@ jit_status_t jit_gemm(jit_context_t *ctx, const jit_problem_t *problem,
     const jit__kernel_t *k = jit__ctx_lookup(ctx, problem, cuctx);
     if (!k && jit__ctx_kernel(ctx, problem, cuctx, &k, &d) != JIT_OK)
         return jit__ctx_error(ctx, &d);
-    jit_status_t st;
-    if (k->plan.route == JIT_ROUTE_MMA_SYNC)
-        st = launch_mma_sync(drv, k, problem, operands, &s, (CUstream)stream, &d);
-    else
-        st = launch_tcgen05(drv, k, problem, operands, &s, (CUstream)stream, &d);
+    jit__launch_args_t args = {problem, operands, s.lda, s.ldb, s.ldd, s.ldr, (CUstream)stream};
+    jit_status_t st =
+        k->plan.family->launch(drv, k->function, &k->plan, k->launch_state, &args, &d);
     if (st != JIT_OK)
         return jit__ctx_error(ctx, &d);
     return JIT_OK;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "context.h"
-#include "generate.h"
+#include "family.h"
 
 void jit_free(void *p) {
     free(p);

@@ -99,48 +99,25 @@ static const jit__kernel_t *insert(jit_context_t *ctx, jit__kernel_t *k, int *in
 
 void jit__kernel_release(const jit__driver_t *drv, jit__kernel_t *k) {
     if (drv) {
-        if (k->tc_done) {
-            drv->cuEventDestroy(k->tc_done);
-            pthread_mutex_destroy(&k->tc_lock);
-        }
-        if (k->tc_workspace)
-            drv->cuMemFree(k->tc_workspace);
+        if (k->launch_state && k->plan.family && k->plan.family->release)
+            k->plan.family->release(drv, k->launch_state);
         if (k->module)
             drv->cuModuleUnload(k->module);
     }
     free(k);
 }
 
-/* tcgen05 kernels have been generated, compiled and checked statically only: no Blackwell or
- * Rubin GPU was available to run them. Launching one needs the user's explicit consent. */
-#define UNVERIFIED_ENV "JITGEMM_ALLOW_UNVERIFIED_TCGEN05"
-
-jit_status_t jit__check_unverified_route(const jit__plan_t *plan, jit__diag_t *d) {
-    const char *v = getenv(UNVERIFIED_ENV);
-    if (plan->route != JIT_ROUTE_TCGEN05 || (v && strcmp(v, "1") == 0))
+jit_status_t jit__check_launch_opt_in(const jit__plan_t *plan, jit__diag_t *d) {
+    const char *var = plan->family->launch_opt_in;
+    if (!var)
+        return JIT_OK;
+    const char *v = getenv(var);
+    if (v && strcmp(v, "1") == 0)
         return JIT_OK;
     return jit__fail(d, JIT_UNSUPPORTED_ARCH,
-                     "%s block-scaled kernels are generated and compiled but have never been run "
+                     "%s %s kernels are generated and compiled but have never been run "
                      "on hardware; set %s=1 to launch them anyway (and check the results)",
-                     plan->arch->name, UNVERIFIED_ENV);
-}
-
-/* Occupancy-sized launch shape and a zeroed scheduler workspace, once per loaded kernel. */
-static jit_status_t prepare_tcgen05(const jit__driver_t *drv, jit__kernel_t *k, jit__diag_t *d) {
-    jit_status_t st = jit__tc_launch_dims_query(drv, k->function, &k->plan, NULL, &k->tc_dims, d);
-    if (st != JIT_OK)
-        return st;
-    size_t bytes = jit__tc_workspace_bytes(k->tc_dims.token_slots);
-    CUresult r = drv->cuMemAlloc(&k->tc_workspace, bytes);
-    if (r == CUDA_SUCCESS)
-        r = drv->cuMemsetD8(k->tc_workspace, 0, bytes);
-    if (r == CUDA_SUCCESS)
-        r = drv->cuEventCreate(&k->tc_done, CU_EVENT_DISABLE_TIMING);
-    if (r == CUDA_SUCCESS)
-        pthread_mutex_init(&k->tc_lock, NULL);
-    if (r != CUDA_SUCCESS)
-        return jit__cuda_fail(drv, r, "allocating the tcgen05 scheduler workspace", d);
-    return JIT_OK;
+                     plan->arch->name, plan->family->name, var);
 }
 
 static int load_error_may_be_toolchain(CUresult r) {
@@ -205,7 +182,7 @@ jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUconte
     k->lk_hash = XXH3_64bits(&k->lk, sizeof(k->lk));
     st = jit__ctx_plan(ctx, p, &k->plan, d);
     if (st == JIT_OK)
-        st = jit__check_unverified_route(&k->plan, d);
+        st = jit__check_launch_opt_in(&k->plan, d);
     const jit__toolchain_t *tc = NULL;
     if (st == JIT_OK)
         st = context_toolchain(ctx, &tc, d);
@@ -242,8 +219,8 @@ jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUconte
                                         (int)k->plan.smem_bytes);
         if (r != CUDA_SUCCESS)
             st = jit__cuda_fail(drv, r, "preparing the kernel", d);
-        else if (k->plan.route == JIT_ROUTE_TCGEN05)
-            st = prepare_tcgen05(drv, k, d);
+        else if (k->plan.family->prepare)
+            st = k->plan.family->prepare(drv, k->function, &k->plan, &k->launch_state, d);
     }
     if (st != JIT_OK) {
         jit__kernel_release(drv, k);

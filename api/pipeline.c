@@ -10,7 +10,8 @@
 #include <time.h>
 
 #include "context.h"
-#include "generate.h"
+#include "device_files.h"
+#include "family.h"
 
 static jit__cubin_rec_t *find_rec(jit_context_t *ctx, const char *hash) {
     for (jit__cubin_rec_t *r = ctx->cubins; r; r = r->next)
@@ -74,7 +75,8 @@ static jit_status_t compile_key(jit_context_t *ctx, const jit__toolchain_t *tc,
     if (key->fallback)
         snprintf(e->check_target, sizeof(e->check_target), "%s", plan->arch->check_target);
     e->toolchain = tc->id;
-    e->generator_version = JIT_GENERATOR_VERSION;
+    e->generator_version = JIT_KEY_FORMAT_VERSION;
+    snprintf(e->device_hash, sizeof(e->device_hash), "%s", jit__device_files_hash());
     snprintf(e->kernel_name, sizeof(e->kernel_name), "%s", name);
     e->block[0] = (unsigned)plan->threads;
     e->block[1] = e->block[2] = 1;

@@ -30,7 +30,8 @@
 #include "cache.h"
 #include "context.h"
 #include "driver.h"
-#include "kernel_abi.h"
+#include "fp8_mma_sync/abi.h"
+#include "fp8_mma_sync/mma_sync.h"
 
 #define TARGET_US 1.0
 #define MAX_SAMPLES 101
@@ -210,7 +211,7 @@ int main(int argc, char **argv) {
     params.ldr = PROB_N;
     params.alpha = 1.0f;
     unsigned grid[3];
-    jit__plan_grid(&k->plan, PROB_M, grid);
+    jit__mma_sync_grid(&k->plan, PROB_M, grid);
     CUlaunchConfig cfg;
     memset(&cfg, 0, sizeof(cfg));
     cfg.gridDimX = grid[0];

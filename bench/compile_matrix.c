@@ -21,9 +21,10 @@
 #include <unistd.h>
 
 #include "compile.h"
-#include "generate.h"
+#include "family.h"
 #include "key.h"
 #include "plan.h"
+#include "tcgen05/plan_tc.h"
 #include "toolchain.h"
 
 typedef struct fmt {
@@ -105,7 +106,7 @@ static void run_job(job_t *j) {
         if (j->gen_status == JIT_TOOLCHAIN_NOT_FOUND)
             snprintf(j->error, sizeof(j->error),
                      "fallback refused: %d TMEM columns need tcgen05.alloc.exclusive (PTX 9.4)",
-                     j->plan.tc.tmem.allocated_columns);
+                     jit__tc_of(&j->plan)->tmem.allocated_columns);
         else
             first_line(j->error, sizeof(j->error), d.msg);
         jit__diag_clear(&d);
@@ -258,7 +259,7 @@ int main(int argc, char **argv) {
             continue;
         }
         printf(" %d | %u | %d/%d |", j->plan.stages, j->plan.smem_bytes,
-               j->plan.tc.tmem.used_columns, j->plan.tc.tmem.allocated_columns);
+               jit__tc_of(&j->plan)->tmem.used_columns, jit__tc_of(&j->plan)->tmem.allocated_columns);
         if (!j->compiled) {
             if (j->generated || !j->tc) {
                 failed += j->generated;

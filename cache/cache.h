@@ -34,7 +34,8 @@ typedef struct jit__cache_entry {
     int fallback;          /* 1 if target is the fallback of arch, not its native target */
     char check_target[16]; /* fallback only: the target the source was assembled for as a check */
     jit__toolchain_id_t toolchain;
-    int generator_version;
+    int generator_version;                  /* the key format (JIT_KEY_FORMAT_VERSION) */
+    char device_hash[JIT_KEY_HASH_LEN + 1]; /* embedded device code it was built from */
     char kernel_name[64];
     unsigned block[3];   /* threads per CTA */
     unsigned cluster[3]; /* 1,1,1 if no cluster */
@@ -96,10 +97,12 @@ typedef void (*jit__cache_report_fn)(const char *hash, const char *problem, void
 jit_status_t jit__cache_verify(jit__cache_t *c, jit__cache_report_fn report, void *user,
                                size_t *bad, jit__diag_t *d);
 
-/* Remove entries built by another generator version or by a toolchain not in `keep` (count
- * n_keep), damaged entries, orphaned files and stale temporaries; rewrite the manifest. */
+/* Remove entries of another key format (generator_version > 0), built from other device code
+ * (device_hash not NULL), or by a toolchain not in `keep` (count n_keep), damaged entries,
+ * orphaned files and stale temporaries; rewrite the manifest. */
 jit_status_t jit__cache_gc(jit__cache_t *c, const jit__toolchain_id_t *keep, size_t n_keep,
-                           int generator_version, size_t *removed, jit__diag_t *d);
+                           int generator_version, const char *device_hash, size_t *removed,
+                           jit__diag_t *d);
 
 /* Remove every entry and the manifest. */
 jit_status_t jit__cache_clear(jit__cache_t *c, size_t *removed, jit__diag_t *d);

@@ -41,6 +41,7 @@ json_t *jit__cache_entry_to_object(const jit__cache_entry_t *e) {
     fail |= json_object_set_new(o, "check_target", json_string(e->check_target));
     fail |= json_object_set_new(o, "toolchain", tc);
     fail |= json_object_set_new(o, "generator_version", json_integer(e->generator_version));
+    fail |= json_object_set_new(o, "device_hash", json_string(e->device_hash));
     fail |= json_object_set_new(o, "kernel_name", json_string(e->kernel_name));
     fail |= json_object_set_new(o, "block", triple(e->block));
     fail |= json_object_set_new(o, "cluster", triple(e->cluster));
@@ -173,6 +174,17 @@ int jit__cache_entry_from_object(const json_t *obj, jit__cache_entry_t *e, char 
     get_version(&r, tc, "nvrtc", &e->toolchain.nvrtc_major, &e->toolchain.nvrtc_minor);
     get_version(&r, tc, "nvjitlink", &e->toolchain.nvjitlink_major, &e->toolchain.nvjitlink_minor);
     e->generator_version = (int)get_int(&r, "generator_version", 0, INT32_MAX);
+    /* Absent in entries written before device code was hashed: such an entry reads as built
+     * from unknown device code, which gc removes. */
+    const json_t *dh = json_object_get(obj, "device_hash");
+    if (dh && (!json_is_string(dh) ||
+               (json_string_length(dh) != 0 && !jit__cache_valid_hash(json_string_value(dh))))) {
+        if (!r.failed)
+            snprintf(why, whysz, "field \"device_hash\" is not 32 lowercase hex digits");
+        r.failed = 1;
+    } else if (dh) {
+        snprintf(e->device_hash, sizeof(e->device_hash), "%s", json_string_value(dh));
+    }
     get_string(&r, "kernel_name", e->kernel_name, sizeof(e->kernel_name));
     get_triple(&r, "block", e->block);
     get_triple(&r, "cluster", e->cluster);
@@ -216,7 +228,7 @@ int jit__cache_entry_equal(const jit__cache_entry_t *a, const jit__cache_entry_t
            a->fallback == b->fallback && !strcmp(a->check_target, b->check_target) &&
            !memcmp(&a->toolchain, &b->toolchain, sizeof(a->toolchain)) &&
            a->generator_version == b->generator_version &&
-           !strcmp(a->kernel_name, b->kernel_name) &&
+           !strcmp(a->device_hash, b->device_hash) && !strcmp(a->kernel_name, b->kernel_name) &&
            !memcmp(a->block, b->block, sizeof(a->block)) &&
            !memcmp(a->cluster, b->cluster, sizeof(a->cluster)) && a->smem_bytes == b->smem_bytes &&
            a->registers == b->registers && a->spill_stores == b->spill_stores &&

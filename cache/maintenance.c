@@ -264,7 +264,8 @@ static void sweep_locks(jit__cache_t *c, json_t *live) {
 }
 
 jit_status_t jit__cache_gc(jit__cache_t *c, const jit__toolchain_id_t *keep, size_t n_keep,
-                           int generator_version, size_t *removed, jit__diag_t *d) {
+                           int generator_version, const char *device_hash, size_t *removed,
+                           jit__diag_t *d) {
     size_t nremoved = 0;
     if (removed)
         *removed = 0;
@@ -300,6 +301,7 @@ jit_status_t jit__cache_gc(jit__cache_t *c, const jit__toolchain_id_t *keep, siz
                 r = jit__cache_check_entry(c, it->hash, 0, &e, NULL, NULL, why, sizeof(why));
             drop = r != JIT__CHECK_OK ||
                    (generator_version > 0 && e.generator_version != generator_version) ||
+                   (device_hash && strcmp(e.device_hash, device_hash) != 0) ||
                    !toolchain_kept(&e.toolchain, keep, n_keep);
             if (!drop) {
                 json_t *o = jit__cache_entry_to_object(&e);

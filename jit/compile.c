@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "cubin_info.h"
+#include "device_files.h"
 #include "strbuf.h"
 
 void jit__compiled_free(jit__compiled_t *c) {
@@ -148,8 +149,21 @@ static jit_status_t run_nvrtc(const jit__toolchain_t *tc, const char *source, co
     int n_opts = via_ptx ? 3 : 4;
     char file[96];
     snprintf(file, sizeof(file), "%s.cu", name);
+    /* The device files go in as in-memory headers: NVRTC reads no file and needs no include
+     * path, and the source includes only what it uses. */
+    size_t n_files;
+    const jit__device_file_t *files = jit__device_files(&n_files);
+    const char *texts[JIT_MAX_DEVICE_FILES], *names[JIT_MAX_DEVICE_FILES];
+    if (n_files > JIT_MAX_DEVICE_FILES)
+        return jit__fail(d, JIT_INTERNAL, "%zu embedded device files, at most %d", n_files,
+                         JIT_MAX_DEVICE_FILES);
+    for (size_t i = 0; i < n_files; i++) {
+        texts[i] = files[i].text;
+        names[i] = files[i].name;
+    }
     nvrtcProgram prog;
-    nvrtcResult r = tc->nvrtcCreateProgram(&prog, source, file, 0, NULL, NULL);
+    nvrtcResult r =
+        tc->nvrtcCreateProgram(&prog, source, file, (int)n_files, texts, names);
     if (r != NVRTC_SUCCESS)
         return jit__fail(d, JIT_COMPILE_FAILED, "nvrtcCreateProgram: %s",
                          tc->nvrtcGetErrorString(r));

@@ -281,21 +281,21 @@ Test(api, tcgen05_launch_needs_the_opt_in) {
     cr_assert_eq(jit__plan_make(&s, 4, 148, jit__arch_find("sm_100a"), &plan, &d), JIT_OK, "%s",
                  d.msg);
     unsetenv("JITGEMM_ALLOW_UNVERIFIED_TCGEN05");
-    cr_assert_eq(jit__check_unverified_route(&plan, &d), JIT_UNSUPPORTED_ARCH);
+    cr_assert_eq(jit__check_launch_opt_in(&plan, &d), JIT_UNSUPPORTED_ARCH);
     cr_assert(strstr(d.msg, "never been run on hardware"), "%s", d.msg);
     cr_assert(strstr(d.msg, "JITGEMM_ALLOW_UNVERIFIED_TCGEN05=1"), "%s", d.msg);
     jit__diag_init(&d);
     setenv("JITGEMM_ALLOW_UNVERIFIED_TCGEN05", "yes", 1);
-    cr_assert_eq(jit__check_unverified_route(&plan, &d), JIT_UNSUPPORTED_ARCH, "only 1 opts in");
+    cr_assert_eq(jit__check_launch_opt_in(&plan, &d), JIT_UNSUPPORTED_ARCH, "only 1 opts in");
     jit__diag_init(&d);
     setenv("JITGEMM_ALLOW_UNVERIFIED_TCGEN05", "1", 1);
-    cr_assert_eq(jit__check_unverified_route(&plan, &d), JIT_OK);
+    cr_assert_eq(jit__check_launch_opt_in(&plan, &d), JIT_OK);
     /* The FP8 row-scaled route needs no opt-in. */
     s.a = s.b = JIT_DTYPE_E4M3;
     s.scales = JIT_SCALE_ROW;
     unsetenv("JITGEMM_ALLOW_UNVERIFIED_TCGEN05");
     cr_assert_eq(jit__plan_make(&s, 4, 148, jit__arch_find("sm_100a"), &plan, &d), JIT_OK);
-    cr_assert_eq(jit__check_unverified_route(&plan, &d), JIT_OK);
+    cr_assert_eq(jit__check_launch_opt_in(&plan, &d), JIT_OK);
 }
 
 typedef struct two_ctx {

@@ -229,7 +229,8 @@ Test(cache_store, manifest_holds_the_entry_object) {
 
     static const char *const fields[] = {"hash",        "key_text",          "arch",
                                          "target",      "fallback",          "check_target",
-                                         "toolchain",   "generator_version", "kernel_name",
+                                         "toolchain",   "generator_version", "device_hash",
+                                         "kernel_name",
                                          "block",       "cluster",           "smem_bytes",
                                          "registers",   "spill_stores",      "spill_loads",
                                          "stack_bytes", "compile_seconds",   "checksum",

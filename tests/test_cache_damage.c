@@ -296,7 +296,7 @@ Test(cache_gc, removes_damage_orphans_and_stale_temporaries) {
 
     jit__toolchain_id_t keep = {13, 5, 13, 5};
     size_t removed = 0;
-    cr_assert_eq(jit__cache_gc(c, &keep, 1, 1, &removed, NULL), JIT_OK);
+    cr_assert_eq(jit__cache_gc(c, &keep, 1, 1, NULL, &removed, NULL), JIT_OK);
     /* 3, 4, 5, 6 damaged; 8 orphaned; the stray; the old temporary. 7 has no files left. */
     cr_assert_eq(removed, 7, "removed %zu", removed);
     cr_assert(tc_exists(path), "a young temporary was removed");
@@ -337,7 +337,7 @@ Test(cache_gc, removes_other_generators_and_toolchains) {
     put_variant(c, 4, 2, 4); /* toolchain 13.4, kept */
     jit__toolchain_id_t keep[2] = {{13, 5, 13, 5}, {13, 4, 13, 5}};
     size_t removed = 0;
-    cr_assert_eq(jit__cache_gc(c, keep, 2, 2, &removed, NULL), JIT_OK);
+    cr_assert_eq(jit__cache_gc(c, keep, 2, 2, NULL, &removed, NULL), JIT_OK);
     cr_assert_eq(removed, 2);
     jit__cache_entry_t *all;
     size_t n;
@@ -347,6 +347,31 @@ Test(cache_gc, removes_other_generators_and_toolchains) {
         cr_assert(!strcmp(all[i].hash, tc_hash(1)) || !strcmp(all[i].hash, tc_hash(4)));
     free(all);
     cr_assert(tc_hit(c, 1, 64) && tc_hit(c, 4, 64) && !tc_hit(c, 2, 64) && !tc_hit(c, 3, 64));
+    jit__cache_close(c);
+    jt_rmtree(dir);
+    free(dir);
+}
+
+/* Entries built from other device code, or written before device code was hashed (no
+ * device_hash), are removed; the current ones stay. */
+Test(cache_gc, removes_entries_of_other_device_code) {
+    char *dir = tc_mkdtemp("cache-gc-device");
+    jit__cache_t *c = tc_open(dir, 0);
+    static const char *const hashes[] = {"0123456789abcdef0123456789abcdef",
+                                         "fedcba9876543210fedcba9876543210", ""};
+    for (unsigned i = 0; i < 3; i++) {
+        jit__cache_entry_t e;
+        tc_make_entry(&e, i + 1);
+        snprintf(e.device_hash, sizeof(e.device_hash), "%s", hashes[i]);
+        void *bin = tc_make_cubin(i + 1, 64);
+        cr_assert_eq(jit__cache_put(c, &e, bin, 64, NULL, NULL, NULL), JIT_OK);
+        free(bin);
+    }
+    jit__toolchain_id_t keep = {13, 5, 13, 5};
+    size_t removed = 0;
+    cr_assert_eq(jit__cache_gc(c, &keep, 1, 1, hashes[0], &removed, NULL), JIT_OK);
+    cr_assert_eq(removed, 2, "removed %zu", removed);
+    cr_assert(tc_hit(c, 1, 64) && !tc_hit(c, 2, 64) && !tc_hit(c, 3, 64));
     jit__cache_close(c);
     jt_rmtree(dir);
     free(dir);

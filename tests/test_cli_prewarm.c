@@ -332,7 +332,7 @@ Test(cli_prewarm, gc_removes_other_toolchains_and_generators_only) {
     cli_free(&r);
 
     edit_sidecar(recs[0].key, "nvrtc", json_string("9.9"));
-    edit_sidecar(recs[1].key, "generator_version", json_integer(JIT_GENERATOR_VERSION + 7));
+    edit_sidecar(recs[1].key, "generator_version", json_integer(JIT_KEY_FORMAT_VERSION + 7));
     r = CLI(g_dir, NULL, "cache", "gc", "--json");
     cr_assert_eq(r.rc, 0, "%s", r.err);
     json_t *o = json_loads(r.out, 0, NULL);

@@ -23,9 +23,9 @@
 #include <string.h>
 
 #include "compile.h"
-#include "generate.h"
-#include "tc_launch.h"
-#include "tcgen05_gen.h"
+#include "family.h"
+#include "tcgen05/tc_launch.h"
+#include "tcgen05/tcgen05_gen.h"
 #include "toolchain.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
@@ -132,9 +132,9 @@ static void compile_checked(const jit__toolchain_t *tc, const jit__plan_t *plan,
     const char *v = strstr(c.ptx, ".version ");
     cr_assert(v && sscanf(v, ".version %d.%d", &vmaj, &vmin) == 2);
     /* A fallback build needs only the .block16/.block32 spelling (PTX 8.8), not sm_107a's 9.4. */
-    cr_assert_eq(sscanf(fallback ? "8.8" : plan->tc.ptx_version_min, "%d.%d", &nmaj, &nmin), 2);
+    cr_assert_eq(sscanf(fallback ? "8.8" : jit__tc_of(plan)->ptx_version_min, "%d.%d", &nmaj, &nmin), 2);
     cr_assert(vmaj * 10 + vmin >= nmaj * 10 + nmin, "%s: PTX %d.%d < %s", what, vmaj, vmin,
-              plan->tc.ptx_version_min);
+              jit__tc_of(plan)->ptx_version_min);
     jit__compiled_free(&c);
     jit__diag_clear(&d);
     free(src);
@@ -142,7 +142,7 @@ static void compile_checked(const jit__toolchain_t *tc, const jit__plan_t *plan,
 
 /* The source spells what the plan says. */
 static void check_spellings(const jit__plan_t *plan, const char *src, int native) {
-    const jit__tc_plan_t *tc = &plan->tc;
+    const jit__tc_plan_t *tc = jit__tc_of(plan);
     char want[256];
     snprintf(want, sizeof(want), "tcgen05.mma.cta_group::%d.kind::%s.block_scale%s", tc->cta_group,
              jit__tc_kind_name(tc->kind), tc->kind_suffix);
@@ -241,7 +241,7 @@ Test(codegen_tc, compiles_for_sm_107a_natively, .timeout = 300) {
     compile_subset(tc, "sm_107a");
     jit__plan_t plan;
     plan_of("sm_107a", NVFP4, 2, 256, 1, JIT_EPILOGUE_LINEAR, &plan);
-    cr_assert_eq(plan.tc.tmem.allocated_columns, 576, "B-reuse at N 256 fills TMEM");
+    cr_assert_eq(jit__tc_of(&plan)->tmem.allocated_columns, 576, "B-reuse at N 256 fills TMEM");
     compile_checked(tc, &plan, "sm_107a", 0, "NVFP4 B-reuse M512 N256");
     plan_of("sm_107a", UE5M3, 2, 256, -1, JIT_EPILOGUE_LINEAR, &plan);
     compile_checked(tc, &plan, "sm_107a", 0, "FP4 with UE5M3 scales");
@@ -252,21 +252,21 @@ Test(codegen_tc, compiles_for_sm_107a_natively, .timeout = 300) {
 Test(codegen_tc, overlapping_accumulators_on_sm_100a, .timeout = 120) {
     jit__plan_t plan;
     plan_of("sm_100a", NVFP4, 2, 256, -1, JIT_EPILOGUE_LINEAR, &plan);
-    cr_assert(plan.tc.tmem.overlap, "2 x 256 + 48 columns do not fit in 512");
+    cr_assert(jit__tc_of(&plan)->tmem.overlap, "2 x 256 + 48 columns do not fit in 512");
     const jit__toolchain_t *tc = pre_rubin_toolchain();
     char *src = generate(&plan, &tc->id, "sm_100a", 0);
     check_spellings(&plan, src, 1);
     char want[96];
-    snprintf(want, sizeof(want), "    ACC_COL1 = %d,", plan.tc.tmem.acc[1].first_column);
+    snprintf(want, sizeof(want), "    ACC_COL1 = %d,", jit__tc_of(&plan)->tmem.acc[1].first_column);
     cr_assert(strstr(src, want), "missing %s", want);
-    snprintf(want, sizeof(want), "    RELEASE_AFTER = %d,", plan.tc.tmem.early_release_subtile + 1);
+    snprintf(want, sizeof(want), "    RELEASE_AFTER = %d,", jit__tc_of(&plan)->tmem.early_release_subtile + 1);
     cr_assert(strstr(src, want), "missing %s", want);
     cr_assert(strstr(src, "as == 0 ? EPI_SUBTILES - 1 - j : j"), "stage 0 drains backwards");
     free(src);
     compile_checked(tc, &plan, "sm_100a", 0, "NVFP4 2-CTA N256 overlapping accumulators");
     /* sm_107a has the columns: the same tile gets disjoint stages and no reverse drain. */
     plan_of("sm_107a", NVFP4, 2, 256, -1, JIT_EPILOGUE_LINEAR, &plan);
-    cr_assert_not(plan.tc.tmem.overlap);
+    cr_assert_not(jit__tc_of(&plan)->tmem.overlap);
     src = generate(&plan, &tc->id, "sm_107a", 0);
     cr_assert_null(strstr(src, "RELEASE_AFTER"));
     cr_assert_null(strstr(src, "EPI_SUBTILES - 1 - j"));
@@ -281,7 +281,7 @@ Test(codegen_tc, sm_107a_fallback_builds_without_ptx_9_4_forms, .timeout = 300) 
     /* B-reuse at N 64 fits in 512 columns, so only the collector hints are 9.4-only. */
     jit__plan_t plan;
     plan_of("sm_107a", NVFP4, 2, 64, 1, JIT_EPILOGUE_LINEAR, &plan);
-    cr_assert_leq(plan.tc.tmem.allocated_columns, 512);
+    cr_assert_leq(jit__tc_of(&plan)->tmem.allocated_columns, 512);
     char *native = generate(&plan, &tc->id, "sm_107a", 0);
     char *fb = generate(&plan, &tc->id, ap->fallback_target, 1);
     check_spellings(&plan, native, 1);
@@ -328,9 +328,9 @@ Test(codegen_tc, spellings_follow_the_plan) {
 Test(codegen_tc, mixed_precision_reads_e2m1_as_code_5) {
     jit__plan_t plan;
     plan_of("sm_107a", MIXED, 1, 128, -1, JIT_EPILOGUE_LINEAR, &plan);
-    cr_assert_eq(plan.tc.kind, JIT_TC_KIND_MXF8F6F4);
+    cr_assert_eq(jit__tc_of(&plan)->kind, JIT_TC_KIND_MXF8F6F4);
     jit__tc_idesc_fields_t f;
-    jit__tc_idesc_decode(plan.tc.idesc, plan.tc.kind, plan.arch, &f);
+    jit__tc_idesc_decode(jit__tc_of(&plan)->idesc, jit__tc_of(&plan)->kind, plan.arch, &f);
     cr_assert_eq(f.a_format, 0u, "E4M3 under mxf8f6f4");
     cr_assert_eq(f.b_format, 5u, "E2M1 under mxf8f6f4 is 5; 1 would read as E5M2");
     cr_assert_eq(f.k, 64);
@@ -338,7 +338,7 @@ Test(codegen_tc, mixed_precision_reads_e2m1_as_code_5) {
     char *src = generate(&plan, &id, "sm_107a", 0);
     cr_assert(strstr(src, "kind::mxf8f6f4"));
     /* The packed FP4 operand of an sm_107a mixed MMA is SW64 with 64-byte rows. */
-    cr_assert_eq(plan.tc.b.swizzle, JIT_TC_SWIZZLE_64B);
+    cr_assert_eq(jit__tc_of(&plan)->b.swizzle, JIT_TC_SWIZZLE_64B);
     cr_assert(strstr(src, "    B_BOX_BYTES = 64,"));
     free(src);
 }
@@ -354,7 +354,7 @@ Test(codegen_tc, breuse_interleaves_scale_copies_per_k_block) {
     const char *k1 = strstr(src, "/* K-block 1 */");
     cr_assert(k0 && k1 && k0 < k1);
     char half1[64];
-    snprintf(half1, sizeof(half1), "jg_utccp(tmem + SFA_COL + %du,", plan.tc.tmem.sfa_half_stride);
+    snprintf(half1, sizeof(half1), "jg_utccp(tmem + SFA_COL + %du,", jit__tc_of(&plan)->tmem.sfa_half_stride);
     const char *keep_sfa = strstr(k0, "jg_utccp(tmem + SFA_COL + 0u,");
     const char *sfb = strstr(k0, "jg_utccp(tmem + SFB_COL + 0u,");
     const char *reuse_sfa = strstr(k0, half1);
@@ -561,7 +561,7 @@ static void encode_and_check(const char *archname, fmt_t f, int cg, int tile_n, 
     cr_assert_eq(st, JIT_OK, "%s %s cg%d N%d: %s", archname, f.name, cg, tile_n, d.msg);
     cr_assert_eq(g_n_maps, 7, "A, B (preferred and fallback), SFA, SFB, D");
     const recorded_map_t *a = &g_maps[0], *b = &g_maps[2], *sfa = &g_maps[4], *sfb = &g_maps[5];
-    const jit__tc_plan_t *tc = &plan.tc;
+    const jit__tc_plan_t *tc = jit__tc_of(&plan);
     int halves = tc->breuse ? 2 : 1;
     /* Every CTA receives its whole A and B tiles (from its own and its multicast partners'
      * slices) and its scales: that sum is what the pair leader's barrier expects. */

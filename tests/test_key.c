@@ -3,11 +3,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "device_files.h"
+#include "family.h"
 #include "key.h"
 #include "plan.h"
 
-static jit__plan_t make_plan(const char *arch, int64_t n, int64_t k, jit_epilogue_t epi,
-                             int band) {
+static jit__plan_t make_plan(const char *arch, int64_t n, int64_t k, jit_epilogue_t epi, int band) {
     jit__gemm_spec_t s = {.n = n,
                           .k = k,
                           .a = JIT_DTYPE_E4M3,
@@ -18,8 +19,7 @@ static jit__plan_t make_plan(const char *arch, int64_t n, int64_t k, jit_epilogu
     jit__plan_t p;
     jit__diag_t d;
     jit__diag_init(&d);
-    cr_assert_eq(jit__plan_make(&s, band, 132, jit__arch_find(arch), &p, &d), JIT_OK, "%s",
-                 d.msg);
+    cr_assert_eq(jit__plan_make(&s, band, 132, jit__arch_find(arch), &p, &d), JIT_OK, "%s", d.msg);
     return p;
 }
 
@@ -39,16 +39,16 @@ Test(key, hash_matches_an_independent_xxh3_128) {
 }
 
 Test(key, canonical_text_is_exact) {
-    jit__plan_t p = make_plan("sm_90a", 5120, 5120, JIT_EPILOGUE_LINEAR, 2);
+    jit__plan_t p = make_plan("sm_120a", 5120, 5120, JIT_EPILOGUE_LINEAR, 2);
     jit__key_t key;
-    jit__key_make(&p, &k_tc, "sm_90a", 0, &key);
+    jit__key_make(&p, &k_tc, "sm_120a", 0, &key);
     char expect[JIT_KEY_TEXT_MAX];
     snprintf(expect, sizeof(expect),
-             "jitgemm gen=%d route=mma_sync arch=sm_90a target=sm_90a fallback=0 nvrtc=13.5 "
-             "nvjitlink=13.5 sm_count=132 band=2 n=5120 k=5120 a=e4m3 b=e4m3 out=bf16 "
-             "scales=row epilogue=linear tile=64x128x128 stages=2 warps=2x4 threads=256 "
-             "cluster=1x1 fallback_cluster=0x0",
-             JIT_GENERATOR_VERSION);
+             "jitgemm key=%d family=fp8_mma_sync device=%s arch=sm_120a target=sm_120a "
+             "fallback=0 nvrtc=13.5 nvjitlink=13.5 sm_count=132 band=2 n=5120 k=5120 a=e4m3 "
+             "b=e4m3 out=bf16 scales=row epilogue=linear tile=64x128x128 stages=2 threads=256 "
+             "cluster=1x1 fallback_cluster=0x0 warps=2x4",
+             JIT_KEY_FORMAT_VERSION, jit__device_files_hash());
     cr_assert_str_eq(key.text, expect);
     char hex[JIT_KEY_HASH_LEN + 1];
     jit__hash_hex(key.text, strlen(key.text), hex);

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family.h"
 #include "plan.h"
+#include "tcgen05/plan_tc.h"
 
 static const jit__arch_profile_t *arch(const char *name) {
     const jit__arch_profile_t *a = jit__arch_find(name);
@@ -167,7 +169,7 @@ Test(tc_smem, stage_formula_matches_the_first_document) {
         jit__plan_t p;
         plan_ok(spec(E2M1, E4M3, JIT_SCALE_UE8M0_32, 4096, 4096), rows[i].arch, 0, 1,
                 rows[i].tile_n, -1, &p);
-        const jit__tc_plan_t *tc = &p.tc;
+        const jit__tc_plan_t *tc = jit__tc_of(&p);
         cr_expect_eq(tc->a.stage_bytes + tc->b.stage_bytes, rows[i].ab, "%s N=%d", rows[i].arch,
                      rows[i].tile_n);
         cr_expect_eq(tc->sfa_stage_bytes + tc->sfb_stage_bytes, rows[i].sf);
@@ -182,22 +184,22 @@ Test(tc_smem, nvfp4_2cta_example_with_real_capacities) {
     /* facts 6.1: 38 KiB per stage, C = 2 x 16 KiB; sm_100a 5 stages, sm_107a 7 by capacity. */
     jit__plan_t p;
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_100a", 3, 2, 256, -1, &p);
-    cr_expect_eq(p.tc.smem.per_stage_bytes, 38912u);
-    cr_expect_eq(p.tc.smem.c_bytes, 32768u);
+    cr_expect_eq(jit__tc_of(&p)->smem.per_stage_bytes, 38912u);
+    cr_expect_eq(jit__tc_of(&p)->smem.c_bytes, 32768u);
     cr_expect_eq(jit__tc_stage_count(232448, 1024, 32768, 38912), 5);
     cr_expect_eq(p.stages, 5);
-    cr_expect_eq(p.tc.smem.stage_limit, JIT_TC_STAGES_BY_SMEM);
+    cr_expect_eq(jit__tc_of(&p)->smem.stage_limit, JIT_TC_STAGES_BY_SMEM);
     cr_expect_leq(p.smem_bytes, 232448u);
 
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_107a", 3, 2, 256, -1, &p);
-    cr_expect_eq(p.tc.smem.per_stage_bytes, 38912u);
+    cr_expect_eq(jit__tc_of(&p)->smem.per_stage_bytes, 38912u);
     cr_expect_eq(jit__tc_stage_count(334848, 1024, 32768, 38912), 7);
     /* The 7th stage would put operands past 256 KiB, which the descriptor's 14-bit address
      * cannot reach (trap 14): the plan keeps 6 and says why. */
     cr_expect_eq(p.stages, 6);
-    cr_expect_eq(p.tc.smem.stage_limit, JIT_TC_STAGES_BY_OPERAND_256K);
-    cr_expect_leq(p.tc.smem.operand_end, 256u * 1024u);
-    cr_expect_gt(p.tc.smem.operand_end + 38912u, 256u * 1024u);
+    cr_expect_eq(jit__tc_of(&p)->smem.stage_limit, JIT_TC_STAGES_BY_OPERAND_256K);
+    cr_expect_leq(jit__tc_of(&p)->smem.operand_end, 256u * 1024u);
+    cr_expect_gt(jit__tc_of(&p)->smem.operand_end + 38912u, 256u * 1024u);
     cr_expect_leq(p.smem_bytes, 334848u);
 }
 
@@ -263,14 +265,14 @@ Test(tc_plan, instruction_k_and_tile_k_per_arch) {
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         jit__plan_t p;
         plan_ok(spec(rows[i].a, rows[i].b, rows[i].s, 4096, 4096), rows[i].arch, 3, 0, 0, 0, &p);
-        cr_expect_eq(p.tc.instr_k, rows[i].instr_k, "row %zu", i);
+        cr_expect_eq(jit__tc_of(&p)->instr_k, rows[i].instr_k, "row %zu", i);
         cr_expect_eq(p.tile_k, rows[i].tile_k, "row %zu", i);
-        cr_expect_eq(p.tc.instrs_per_tile_k, rows[i].instrs, "row %zu", i);
+        cr_expect_eq(jit__tc_of(&p)->instrs_per_tile_k, rows[i].instrs, "row %zu", i);
         /* One TMA warp, no circular descriptors, no mid-tile releases on every planned arch
          * (sm_103a's K=96 mode, which would need them, is not planned). */
-        cr_expect_eq(p.tc.tma_warps, 1);
-        cr_expect_eq(p.tc.circular_desc, 0);
-        cr_expect_eq(p.tc.mid_tile_release, 0);
+        cr_expect_eq(jit__tc_of(&p)->tma_warps, 1);
+        cr_expect_eq(jit__tc_of(&p)->circular_desc, 0);
+        cr_expect_eq(jit__tc_of(&p)->mid_tile_release, 0);
     }
     cr_expect_eq(jit__tc_instr_k(arch("sm_90a"), JIT_TC_KIND_MXF4NVF4), 0);
 }
@@ -279,37 +281,37 @@ Test(tc_plan, packed_fp4_in_mixed_only_on_sm107a) {
     jit__plan_t p;
     /* sm_107a: packed FP4 A, 64-byte rows at tile K 128, SW64 with SBO 512, 32 B per K step. */
     plan_ok(spec(E2M1, E4M3, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_107a", 0, 1, 128, -1, &p);
-    cr_expect_eq(p.tc.packed_fp4, 1);
-    cr_expect_eq(p.tc.a.storage, JIT_TC_STORE_FP4_PACKED);
-    cr_expect_eq(p.tc.a.row_bytes, 64u);
-    cr_expect_eq(p.tc.a.swizzle, JIT_TC_SWIZZLE_64B);
-    cr_expect_eq(p.tc.a.sbo, 512u);
-    cr_expect_eq(p.tc.a.align, 512u);
-    cr_expect_eq(p.tc.a.k_step_bytes, 32u);
-    cr_expect_eq(p.tc.a.format_code, 5);
-    cr_expect_eq(p.tc.b.swizzle, JIT_TC_SWIZZLE_128B);
-    cr_expect_eq(p.tc.b.k_step_bytes, 64u);
+    cr_expect_eq(jit__tc_of(&p)->packed_fp4, 1);
+    cr_expect_eq(jit__tc_of(&p)->a.storage, JIT_TC_STORE_FP4_PACKED);
+    cr_expect_eq(jit__tc_of(&p)->a.row_bytes, 64u);
+    cr_expect_eq(jit__tc_of(&p)->a.swizzle, JIT_TC_SWIZZLE_64B);
+    cr_expect_eq(jit__tc_of(&p)->a.sbo, 512u);
+    cr_expect_eq(jit__tc_of(&p)->a.align, 512u);
+    cr_expect_eq(jit__tc_of(&p)->a.k_step_bytes, 32u);
+    cr_expect_eq(jit__tc_of(&p)->a.format_code, 5);
+    cr_expect_eq(jit__tc_of(&p)->b.swizzle, JIT_TC_SWIZZLE_128B);
+    cr_expect_eq(jit__tc_of(&p)->b.k_step_bytes, 64u);
     /* expect_tx counts GMEM bytes: 128 rows x 64 B of A, 128 x 128 of B, 512 + 512 SF. */
-    cr_expect_eq(p.tc.expect_tx_bytes, 128u * 64u + 128u * 128u + 1024u);
+    cr_expect_eq(jit__tc_of(&p)->expect_tx_bytes, 128u * 64u + 128u * 128u + 1024u);
     /* sm_100a: unpacked 16U4_ALIGN16B container, one byte per element in SMEM, but the TMA
      * still moves (and expect_tx counts) the packed GMEM bytes. */
     plan_ok(spec(E2M1, E4M3, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_100a", 0, 1, 128, -1, &p);
-    cr_expect_eq(p.tc.packed_fp4, 0);
-    cr_expect_eq(p.tc.a.storage, JIT_TC_STORE_FP4_UNPACKED);
-    cr_expect_eq(p.tc.a.tma_type, JIT_TC_TMA_16U4_ALIGN16B);
-    cr_expect_eq(p.tc.a.row_bytes, 128u);
-    cr_expect_eq(p.tc.a.swizzle, JIT_TC_SWIZZLE_128B);
-    cr_expect_eq(p.tc.a.k_step_bytes, 32u);
-    cr_expect_eq(p.tc.expect_tx_bytes, 128u * 64u + 128u * 128u + 1024u);
+    cr_expect_eq(jit__tc_of(&p)->packed_fp4, 0);
+    cr_expect_eq(jit__tc_of(&p)->a.storage, JIT_TC_STORE_FP4_UNPACKED);
+    cr_expect_eq(jit__tc_of(&p)->a.tma_type, JIT_TC_TMA_16U4_ALIGN16B);
+    cr_expect_eq(jit__tc_of(&p)->a.row_bytes, 128u);
+    cr_expect_eq(jit__tc_of(&p)->a.swizzle, JIT_TC_SWIZZLE_128B);
+    cr_expect_eq(jit__tc_of(&p)->a.k_step_bytes, 32u);
+    cr_expect_eq(jit__tc_of(&p)->expect_tx_bytes, 128u * 64u + 128u * 128u + 1024u);
     /* E2M1 as B (weights) with FP8 activations as A works the same way. */
     plan_ok(spec(E5M2, E2M1, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_107a", 4, 0, 0, 0, &p);
-    cr_expect_eq(p.tc.b.storage, JIT_TC_STORE_FP4_PACKED);
-    cr_expect_eq(p.tc.b.format_code, 5);
-    cr_expect_eq(p.tc.a.format_code, 1);
+    cr_expect_eq(jit__tc_of(&p)->b.storage, JIT_TC_STORE_FP4_PACKED);
+    cr_expect_eq(jit__tc_of(&p)->b.format_code, 5);
+    cr_expect_eq(jit__tc_of(&p)->a.format_code, 1);
     /* FP4 x FP4 kinds read packed FP4 on every arch, with no "packed_fp4" mixed flag. */
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_100a", 4, 0, 0, 0, &p);
-    cr_expect_eq(p.tc.a.storage, JIT_TC_STORE_FP4_PACKED);
-    cr_expect_eq(p.tc.packed_fp4, 0);
+    cr_expect_eq(jit__tc_of(&p)->a.storage, JIT_TC_STORE_FP4_PACKED);
+    cr_expect_eq(jit__tc_of(&p)->packed_fp4, 0);
     /* FP6 is never packed. */
     int n;
     const jit__arch_profile_t *all = jit__arch_all(&n);
@@ -322,25 +324,25 @@ Test(tc_plan, packed_fp4_in_mixed_only_on_sm107a) {
 Test(tc_plan, formats_map_to_kinds_and_codes) {
     jit__plan_t p;
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 4096, 4096), "sm_100a", 4, 0, 0, 0, &p);
-    cr_expect_eq(p.tc.kind, JIT_TC_KIND_MXF4NVF4);
-    cr_expect_str_eq(p.tc.kind_suffix, ".block16");
-    cr_expect_eq(p.tc.scale_format, JIT_TC_SF_UE4M3);
-    cr_expect_eq(p.tc.a.format_code, 1);
-    cr_expect_eq(p.tc.sf_per_instr, 4);
+    cr_expect_eq(jit__tc_of(&p)->kind, JIT_TC_KIND_MXF4NVF4);
+    cr_expect_str_eq(jit__tc_of(&p)->kind_suffix, ".block16");
+    cr_expect_eq(jit__tc_of(&p)->scale_format, JIT_TC_SF_UE4M3);
+    cr_expect_eq(jit__tc_of(&p)->a.format_code, 1);
+    cr_expect_eq(jit__tc_of(&p)->sf_per_instr, 4);
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_107a", 4, 0, 0, 0, &p);
-    cr_expect_eq(p.tc.kind, JIT_TC_KIND_MXF4NVF4); /* MXFP4 as mxf4nvf4.block32 */
-    cr_expect_str_eq(p.tc.kind_suffix, ".block32");
-    cr_expect_eq(p.tc.scale_format, JIT_TC_SF_UE8M0);
-    cr_expect_eq(p.tc.sf_per_instr, 4);
+    cr_expect_eq(jit__tc_of(&p)->kind, JIT_TC_KIND_MXF4NVF4); /* MXFP4 as mxf4nvf4.block32 */
+    cr_expect_str_eq(jit__tc_of(&p)->kind_suffix, ".block32");
+    cr_expect_eq(jit__tc_of(&p)->scale_format, JIT_TC_SF_UE8M0);
+    cr_expect_eq(jit__tc_of(&p)->sf_per_instr, 4);
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE5M3_32, 4096, 4096), "sm_107a", 4, 0, 0, 0, &p);
-    cr_expect_eq(p.tc.scale_format, JIT_TC_SF_UE5M3);
-    cr_expect_eq((p.tc.idesc >> 23) & 3u, 2u);
+    cr_expect_eq(jit__tc_of(&p)->scale_format, JIT_TC_SF_UE5M3);
+    cr_expect_eq((jit__tc_of(&p)->idesc >> 23) & 3u, 2u);
     plan_ok(spec(E4M3, E5M2, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_107a", 4, 0, 0, 0, &p);
-    cr_expect_eq(p.tc.kind, JIT_TC_KIND_MXF8F6F4);
-    cr_expect_str_eq(p.tc.kind_suffix, "");
-    cr_expect_eq(p.tc.a.format_code, 0);
-    cr_expect_eq(p.tc.b.format_code, 1);
-    cr_expect_eq(p.tc.sf_per_instr, 2);
+    cr_expect_eq(jit__tc_of(&p)->kind, JIT_TC_KIND_MXF8F6F4);
+    cr_expect_str_eq(jit__tc_of(&p)->kind_suffix, "");
+    cr_expect_eq(jit__tc_of(&p)->a.format_code, 0);
+    cr_expect_eq(jit__tc_of(&p)->b.format_code, 1);
+    cr_expect_eq(jit__tc_of(&p)->sf_per_instr, 2);
 }
 
 static void expect_refusal(jit__gemm_spec_t s, const char *a, jit_status_t want, const char *in) {
@@ -350,7 +352,7 @@ static void expect_refusal(jit__gemm_spec_t s, const char *a, jit_status_t want,
     cr_expect_eq(st, want, "%s: got %s (%s)", a, jit_status_name(st), d.msg);
     if (in)
         cr_expect(strstr(d.msg, in) != NULL, "'%s' not in '%s'", in, d.msg);
-    cr_expect_eq(p.tc.valid, 0);
+    cr_expect_eq(jit__tc_of(&p)->valid, 0);
 }
 
 Test(tc_plan, refusals) {
@@ -413,31 +415,31 @@ Test(tc_plan, refusals) {
 Test(tc_plan, breuse_on_sm107a_large_band) {
     jit__plan_t p;
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_107a", 4, 0, 0, 0, &p);
-    cr_expect_eq(p.tc.breuse, 1);
-    cr_expect_eq(p.tc.utccp_interleaved, 1);
+    cr_expect_eq(jit__tc_of(&p)->breuse, 1);
+    cr_expect_eq(jit__tc_of(&p)->utccp_interleaved, 1);
     cr_expect_eq(p.tile_m, 512);
-    cr_expect_eq(p.tc.instr_m, 256);
-    cr_expect_eq(p.tc.cta_group, 2);
-    cr_expect_eq(p.tc.cta_rows_a, 256);
-    cr_expect_eq(p.tc.tmem.acc_stages, 1);
-    cr_expect_eq(p.tc.tmem.m_halves, 2);
-    cr_expect_eq(p.tc.tmem.used_columns, 576);
-    cr_expect_eq(p.tc.tmem.allocated_columns, 576);
+    cr_expect_eq(jit__tc_of(&p)->instr_m, 256);
+    cr_expect_eq(jit__tc_of(&p)->cta_group, 2);
+    cr_expect_eq(jit__tc_of(&p)->cta_rows_a, 256);
+    cr_expect_eq(jit__tc_of(&p)->tmem.acc_stages, 1);
+    cr_expect_eq(jit__tc_of(&p)->tmem.m_halves, 2);
+    cr_expect_eq(jit__tc_of(&p)->tmem.used_columns, 576);
+    cr_expect_eq(jit__tc_of(&p)->tmem.allocated_columns, 576);
     /* Smaller bands and other arches keep M=256 with two accumulator stages. */
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_107a", 3, 0, 0, 0, &p);
-    cr_expect_eq(p.tc.breuse, 0);
-    cr_expect_eq(p.tc.tmem.acc_stages, 2);
-    cr_expect_eq(p.tc.tmem.used_columns, 560);
-    cr_expect_eq(p.tc.tmem.allocated_columns, 576);
-    cr_expect_eq(p.tc.tmem.overlap, 0);
+    cr_expect_eq(jit__tc_of(&p)->breuse, 0);
+    cr_expect_eq(jit__tc_of(&p)->tmem.acc_stages, 2);
+    cr_expect_eq(jit__tc_of(&p)->tmem.used_columns, 560);
+    cr_expect_eq(jit__tc_of(&p)->tmem.allocated_columns, 576);
+    cr_expect_eq(jit__tc_of(&p)->tmem.overlap, 0);
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_100a", 4, 0, 0, 0, &p);
-    cr_expect_eq(p.tc.breuse, 0);
-    cr_expect_eq(p.tc.tmem.overlap, 1);
-    cr_expect_eq(p.tc.tmem.acc[1].first_column, 208);
+    cr_expect_eq(jit__tc_of(&p)->breuse, 0);
+    cr_expect_eq(jit__tc_of(&p)->tmem.overlap, 1);
+    cr_expect_eq(jit__tc_of(&p)->tmem.acc[1].first_column, 208);
     /* Forced B-reuse at tile N 128 keeps two accumulator stages: 2 x 2 x 128 + 32 + 16. */
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_107a", 4, 2, 128, 1, &p);
-    cr_expect_eq(p.tc.tmem.acc_stages, 2);
-    cr_expect_eq(p.tc.tmem.used_columns, 560);
+    cr_expect_eq(jit__tc_of(&p)->tmem.acc_stages, 2);
+    cr_expect_eq(jit__tc_of(&p)->tmem.used_columns, 560);
 }
 
 Test(tc_plan, sf_tmem_slots) {
@@ -447,35 +449,35 @@ Test(tc_plan, sf_tmem_slots) {
     /* sm_100a MXFP8: one scale per row per instruction, 4 instructions share a word. */
     plan_ok(spec(E4M3, E4M3, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_100a", 3, 2, 256, -1, &p);
     for (int i = 0; i < 4; i++) {
-        jit__tc_sf_slot(&p.tc, 0, i, &col, &id);
+        jit__tc_sf_slot(jit__tc_of(&p), 0, i, &col, &id);
         cr_expect_eq(col, 0);
         cr_expect_eq(id, (unsigned)i);
     }
     /* sm_107a MXFP8 K=64: two scales, half-words 0 and 2. */
     plan_ok(spec(E4M3, E4M3, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_107a", 3, 2, 256, -1, &p);
-    jit__tc_sf_slot(&p.tc, 0, 1, &col, &id);
+    jit__tc_sf_slot(jit__tc_of(&p), 0, 1, &col, &id);
     cr_expect_eq(col, 0);
     cr_expect_eq(id, 2u);
     /* sm_107a NVFP4 K=128: 8 scales = 2 chunks per instruction; SFB for N=256 in the order
      * N0K0, N1K0, N0K1, N1K1 (4 columns each). */
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 4096, 4096), "sm_107a", 3, 2, 256, -1, &p);
-    cr_expect_eq(p.tc.sfb_row_blocks, 2);
-    cr_expect_eq(jit__tc_sf_chunk_column(&p.tc, 1, 0, 0), 0);
-    cr_expect_eq(jit__tc_sf_chunk_column(&p.tc, 1, 1, 0), 4);
-    cr_expect_eq(jit__tc_sf_chunk_column(&p.tc, 1, 0, 1), 8);
-    cr_expect_eq(jit__tc_sf_chunk_column(&p.tc, 1, 1, 1), 12);
-    jit__tc_sf_slot(&p.tc, 1, 1, &col, &id);
+    cr_expect_eq(jit__tc_of(&p)->sfb_row_blocks, 2);
+    cr_expect_eq(jit__tc_sf_chunk_column(jit__tc_of(&p), 1, 0, 0), 0);
+    cr_expect_eq(jit__tc_sf_chunk_column(jit__tc_of(&p), 1, 1, 0), 4);
+    cr_expect_eq(jit__tc_sf_chunk_column(jit__tc_of(&p), 1, 0, 1), 8);
+    cr_expect_eq(jit__tc_sf_chunk_column(jit__tc_of(&p), 1, 1, 1), 12);
+    jit__tc_sf_slot(jit__tc_of(&p), 1, 1, &col, &id);
     cr_expect_eq(col, 16);
     cr_expect_eq(id, 0u);
-    jit__tc_sf_slot(&p.tc, 0, 1, &col, &id);
+    jit__tc_sf_slot(jit__tc_of(&p), 0, 1, &col, &id);
     cr_expect_eq(col, 8);
     /* Every SF column a slot names lies inside the plan's SF ranges. */
     int last = 0;
-    for (int i = 0; i < p.tc.instrs_per_tile_k; i++) {
-        jit__tc_sf_slot(&p.tc, 1, i, &col, &id);
-        last = col + p.tc.sfb_row_blocks * 4 * ((p.tc.sf_per_instr + 3) / 4);
+    for (int i = 0; i < jit__tc_of(&p)->instrs_per_tile_k; i++) {
+        jit__tc_sf_slot(jit__tc_of(&p), 1, i, &col, &id);
+        last = col + jit__tc_of(&p)->sfb_row_blocks * 4 * ((jit__tc_of(&p)->sf_per_instr + 3) / 4);
     }
-    cr_expect_eq(last, p.tc.tmem.sfb_columns);
+    cr_expect_eq(last, jit__tc_of(&p)->tmem.sfb_columns);
 }
 
 /* ---- clusters and grid -------------------------------------------------------------------- */
@@ -488,37 +490,37 @@ Test(tc_plan, clusters_and_floor_division_grid) {
                  JIT_OK, "%s", d.msg);
     cr_expect_eq(p.cluster_m, 4);
     cr_expect_eq(p.fallback_cluster_m, 2);
-    cr_expect_eq(p.tc.grid.split_factor, 2);
-    cr_expect_eq(p.tc.grid.x, 4);
-    cr_expect_eq(p.tc.grid.y, 1);
-    cr_expect_eq(p.tc.grid.z, 37);
-    cr_expect_eq(p.tc.b.multicast, 1); /* two CTA pairs along M share B */
-    cr_expect_eq(p.tc.a.multicast, 0);
+    cr_expect_eq(jit__tc_of(&p)->grid.split_factor, 2);
+    cr_expect_eq(jit__tc_of(&p)->grid.x, 4);
+    cr_expect_eq(jit__tc_of(&p)->grid.y, 1);
+    cr_expect_eq(jit__tc_of(&p)->grid.z, 37);
+    cr_expect_eq(jit__tc_of(&p)->b.multicast, 1); /* two CTA pairs along M share B */
+    cr_expect_eq(jit__tc_of(&p)->a.multicast, 0);
     cr_expect_eq(p.persistent, 1);
     cr_expect_eq(p.threads, 192);
     /* 150 SMs: 150 fallback CTAs -> floor(150 / 4) = 37 preferred clusters, never 38. */
     cr_assert_eq(plan_v(spec(E4M3, E4M3, JIT_SCALE_UE8M0_32, 8192, 8192), "sm_107a", 3, 150, 0, 0,
                         0, &p, &d),
                  JIT_OK);
-    cr_expect_eq(p.tc.grid.fallback_capacity, 150);
-    cr_expect_eq(p.tc.grid.z, 37);
-    cr_expect_eq(p.tc.grid.fallback_clusters % p.tc.grid.split_factor, 0);
-    cr_expect_eq(p.tc.grid.fallback_groups_whole, 1);
+    cr_expect_eq(jit__tc_of(&p)->grid.fallback_capacity, 150);
+    cr_expect_eq(jit__tc_of(&p)->grid.z, 37);
+    cr_expect_eq(jit__tc_of(&p)->grid.fallback_clusters % jit__tc_of(&p)->grid.split_factor, 0);
+    cr_expect_eq(jit__tc_of(&p)->grid.fallback_groups_whole, 1);
     /* 3 SMs cannot hold a 4-CTA cluster: the fallback shape becomes the only one. */
     cr_assert_eq(
         plan_v(spec(E4M3, E4M3, JIT_SCALE_UE8M0_32, 8192, 8192), "sm_107a", 3, 3, 0, 0, 0, &p, &d),
         JIT_OK);
     cr_expect_eq(p.cluster_m, 2);
     cr_expect_eq(p.fallback_cluster_m, 0);
-    cr_expect_eq(p.tc.grid.z, 1);
+    cr_expect_eq(jit__tc_of(&p)->grid.z, 1);
     /* Decode-sized bands: one CTA, no cluster, one CTA per SM. */
     cr_assert_eq(plan_v(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_100a", 0, 148, 0, 0,
                         0, &p, &d),
                  JIT_OK);
-    cr_expect_eq(p.tc.cta_group, 1);
+    cr_expect_eq(jit__tc_of(&p)->cta_group, 1);
     cr_expect_eq(p.cluster_m, 1);
     cr_expect_eq(p.fallback_cluster_m, 0);
-    cr_expect_eq(p.tc.grid.z, 148);
+    cr_expect_eq(jit__tc_of(&p)->grid.z, 148);
     cr_expect_eq(p.tile_n, 64); /* 8192 / 128 = 64 tiles < 148 SMs: narrower tiles */
 }
 
@@ -538,10 +540,10 @@ Test(tc_plan, fallback_groups_must_be_whole) {
 /* ---- every plan of the variant matrix ----------------------------------------------------- */
 
 static void check_invariants(const jit__plan_t *p, const char *what) {
-    const jit__tc_plan_t *tc = &p->tc;
+    const jit__tc_plan_t *tc = jit__tc_of(p);
     const jit__arch_profile_t *a = p->arch;
     cr_assert_eq(tc->valid, 1, "%s", what);
-    cr_assert_eq(p->route, JIT_ROUTE_TCGEN05, "%s", what);
+    cr_assert_eq(p->family, &jit__family_tcgen05, "%s", what);
     cr_assert_geq(p->stages, 2, "%s", what);
     cr_assert_eq(p->smem_bytes, tc->smem.bytes, "%s", what);
     cr_assert_leq(p->smem_bytes, a->smem_per_cta, "%s", what);
@@ -718,7 +720,7 @@ Test(tc_plan, lead_planner_routes_block_scales_here) {
     jit__diag_t d;
     jit__diag_init(&d);
     cr_assert_eq(jit__plan_make(&s, 3, 148, arch("sm_107a"), &p, &d), JIT_OK, "%s", d.msg);
-    cr_expect_eq(p.route, JIT_ROUTE_TCGEN05);
+    cr_expect_eq(p.family, &jit__family_tcgen05);
     char *text = jit__plan_to_json(&p);
     cr_assert_not_null(text);
     json_error_t err;

@@ -15,6 +15,7 @@
 #include "cache.h"
 #include "cli.h"
 #include "driver.h"
+#include "device_files.h"
 #include "plan.h"
 #include "toolchain.h"
 
@@ -221,7 +222,8 @@ static int do_gc(jit__cache_t *c, const char *toolkit_dir, int json) {
         rc = JIT_CLI_FAILED;
         goto done;
     }
-    if (jit__cache_gc(c, keep, n_keep, JIT_GENERATOR_VERSION, &removed, &d) != JIT_OK) {
+    if (jit__cache_gc(c, keep, n_keep, JIT_KEY_FORMAT_VERSION, jit__device_files_hash(),
+                      &removed, &d) != JIT_OK) {
         rc = cache_fail("gc", &d);
         goto done;
     }

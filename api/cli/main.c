@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "device_files.h"
 #include "key.h"
 #include "plan.h"
 #include "toolchain.h"
@@ -44,8 +45,9 @@ static void print_usage(FILE *f) {
 }
 
 static int print_version(void) {
-    printf("jitgemm %d.%d.%d (generator %d)\n", JITGEMM_VERSION_MAJOR, JITGEMM_VERSION_MINOR,
-           JITGEMM_VERSION_PATCH, JIT_GENERATOR_VERSION);
+    printf("jitgemm %d.%d.%d (key format %d, device code %.16s)\n", JITGEMM_VERSION_MAJOR,
+           JITGEMM_VERSION_MINOR, JITGEMM_VERSION_PATCH, JIT_KEY_FORMAT_VERSION,
+           jit__device_files_hash());
     /* The toolchain is part of every key, so it is what a user comparing caches needs to see. */
     const jit__toolchain_t *tc = NULL;
     jit__diag_t d;

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "generate.h"
 #include "tc_launch.h"
 #include "tcgen05_gen.h"
 
@@ -33,12 +32,12 @@ jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__ke
                            jit__sb_t *sb, jit__diag_t *d) {
     memset(g, 0, sizeof(*g));
     g->plan = plan;
-    g->tc = &plan->tc;
+    g->tc = jit__tc_of(plan);
     g->key = key;
     g->sb = sb;
-    const jit__tc_plan_t *tc = &plan->tc;
-    if (plan->route != JIT_ROUTE_TCGEN05 || !tc->valid)
-        return jit__fail(d, JIT_INTERNAL, "tcgen05 generator called for a plan of another route");
+    const jit__tc_plan_t *tc = jit__tc_of(plan);
+    if (plan->family != &jit__family_tcgen05 || !tc->valid)
+        return jit__fail(d, JIT_INTERNAL, "tcgen05 generator called for a plan of another family");
 
     g->native = !(key && key->fallback);
     g->tmem_exclusive = tc->tmem.allocated_columns > 512 || !is_pow2(tc->tmem.allocated_columns);
@@ -182,8 +181,7 @@ static void emit_header(const jit__tcg_t *g) {
     const jit__plan_t *p = g->plan;
     const jit__tc_plan_t *tc = g->tc;
     jit__sb_t *sb = g->sb;
-    jit__sb_printf(sb, "/*\n * jitgemm tcgen05 block-scaled GEMM (generator version %d)\n",
-                   JIT_GENERATOR_VERSION);
+    jit__sb_append(sb, "/*\n * jitgemm tcgen05 block-scaled GEMM\n");
     if (g->key) {
         jit__sb_printf(sb, " * key:  %s\n", g->key->text);
         jit__sb_printf(sb, " * hash: %s\n", g->key->hash);

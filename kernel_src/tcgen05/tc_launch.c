@@ -24,7 +24,7 @@ int jit__tc_tma_k_per_tile(const jit__plan_t *plan, const jit__tc_operand_t *op)
 }
 
 int jit__tc_slice_rows(const jit__plan_t *plan, jit__tc_map_t which, int fallback) {
-    const jit__tc_plan_t *tc = &plan->tc;
+    const jit__tc_plan_t *tc = jit__tc_of(plan);
     int fb = fallback && plan->fallback_cluster_m > 0;
     if (which == JIT_TC_MAP_A) {
         int group = tc->a.multicast ? (fb ? plan->fallback_cluster_n : plan->cluster_n) : 1;
@@ -40,7 +40,7 @@ int jit__tc_slice_rows(const jit__plan_t *plan, jit__tc_map_t which, int fallbac
 
 jit_status_t jit__tc_c_layout(const jit__plan_t *plan, jit__tc_c_layout_t *out, jit__diag_t *d) {
     memset(out, 0, sizeof(*out));
-    int epi = plan->tc.smem.epi_tile_n;
+    int epi = jit__tc_of(plan)->smem.epi_tile_n;
     out->out_bytes = plan->spec.out == JIT_DTYPE_F32 ? 4 : 2;
     out->out_cols = plan->spec.epilogue == JIT_EPILOGUE_LINEAR_SWIGLU ? epi / 2 : epi;
     out->row_bytes = (uint32_t)(out->out_cols * out->out_bytes);
@@ -71,7 +71,7 @@ static CUtensorMapSwizzle swizzle_of(jit__tc_swizzle_t s) {
 
 static jit_status_t operand_geom(const jit__plan_t *plan, jit__tc_map_t which, int fallback,
                                  const jit__tc_shape_t *sh, jit__tc_tma_geom_t *g, jit__diag_t *d) {
-    const jit__tc_operand_t *op = which == JIT_TC_MAP_A ? &plan->tc.a : &plan->tc.b;
+    const jit__tc_operand_t *op = which == JIT_TC_MAP_A ? &jit__tc_of(plan)->a : &jit__tc_of(plan)->b;
     const char *name = which == JIT_TC_MAP_A ? "A" : "B";
     int64_t rows = which == JIT_TC_MAP_A ? sh->m : sh->n;
     int64_t ld = which == JIT_TC_MAP_A ? sh->lda : sh->ldb;
@@ -110,7 +110,7 @@ static jit_status_t operand_geom(const jit__plan_t *plan, jit__tc_map_t which, i
 jit_status_t jit__tc_tma_geom(const jit__plan_t *plan, jit__tc_map_t which, int fallback,
                               const jit__tc_shape_t *sh, jit__tc_tma_geom_t *g, jit__diag_t *d) {
     memset(g, 0, sizeof(*g));
-    const jit__tc_plan_t *tc = &plan->tc;
+    const jit__tc_plan_t *tc = jit__tc_of(plan);
     if (sh->m <= 0 || sh->n <= 0 || sh->k <= 0)
         return jit__fail(d, JIT_INVALID_SHAPE, "m=%lld, n=%lld, k=%lld must be positive",
                          (long long)sh->m, (long long)sh->n, (long long)sh->k);

@@ -22,7 +22,7 @@
 
 #include "diag.h"
 #include "driver.h"
-#include "plan.h"
+#include "plan_tc.h"
 
 /* A CUtensorMap as the kernel parameter holds it: 128 bytes, 64-byte aligned. */
 typedef struct jit__tc_tmap {

@@ -1,9 +1,9 @@
 /*
- * The mma.sync generator: deterministic text, a header that quotes the key and the plan, no
- * #include, inline PTX only inside the wrappers, a parameter struct laid out exactly like the
- * host's jit__mma_sync_params_t, plan checks, and NVRTC + nvJitLink compiles of every token
- * band and epilogue for sm_90a, sm_100a, sm_103a, sm_120a and (with an NVRTC that has it) sm_107a,
- * with registers reported and no spills.
+ * The FP8 mma.sync family: deterministic text, a header that quotes the key and the plan, one
+ * #include (the family's device file), inline PTX only inside the shared building blocks, a
+ * parameter struct laid out exactly like the host's jit__mma_sync_params_t, plan checks, and NVRTC
+ * + nvJitLink compiles of every token band and epilogue for sm_90a, sm_100a, sm_103a, sm_120a and
+ * (with an NVRTC that has it) sm_107a, with registers reported and no spills.
  */
 #include <criterion/criterion.h>
 #include <stddef.h>
@@ -12,8 +12,11 @@
 #include <string.h>
 
 #include "compile.h"
-#include "generate.h"
-#include "kernel_abi.h"
+#include "device_files.h"
+#include "families.h"
+#include "family.h"
+#include "fp8_mma_sync/abi.h"
+#include "fp8_mma_sync/mma_sync.h"
 #include "key.h"
 #include "plan.h"
 #include "toolchain.h"
@@ -41,8 +44,8 @@ static void make_plan(const char *arch, int band, int64_t n, int64_t k, jit_epil
     cr_assert_not_null(prof, "no profile %s", arch);
     cr_assert_eq(jit__plan_make(&s, band, prof->default_sm_count, prof, p, &d), JIT_OK, "%s",
                  d.msg);
-    cr_assert_eq(p->route, JIT_ROUTE_MMA_SYNC, "%s band %d: FP8 row scales plan route %d", arch,
-                 band, (int)p->route);
+    cr_assert_eq(p->family, &jit__family_fp8_mma_sync, "%s band %d: FP8 row scales planned by %s",
+                 arch, band, p->family->name);
 }
 
 static void make_key(const jit__plan_t *p, const char *target, jit__key_t *key) {
@@ -61,7 +64,7 @@ static char *gen(const jit__plan_t *p, const jit__key_t *key) {
 
 /* ---- text --------------------------------------------------------------------------------- */
 
-Test(codegen_fp8, same_plan_and_key_give_identical_text) {
+Test(fp8_mma_sync, same_plan_and_key_give_identical_text) {
     for (int band = 0; band < JIT_TOKEN_BANDS; band++) {
         for (size_t e = 0; e < 3; e++) {
             jit__plan_t p1, p2;
@@ -81,7 +84,7 @@ Test(codegen_fp8, same_plan_and_key_give_identical_text) {
     }
 }
 
-Test(codegen_fp8, different_plans_give_different_text) {
+Test(fp8_mma_sync, different_plans_give_different_text) {
     jit__plan_t base, other;
     jit__key_t kb, ko;
     make_plan("sm_90a", 2, 1176, 1552, JIT_EPILOGUE_LINEAR, &base);
@@ -112,7 +115,7 @@ Test(codegen_fp8, different_plans_give_different_text) {
     free(ref);
 }
 
-Test(codegen_fp8, header_quotes_key_and_plan_and_nothing_is_included) {
+Test(fp8_mma_sync, header_quotes_key_and_plan_and_nothing_is_included) {
     jit__plan_t p;
     jit__key_t k;
     make_plan("sm_90a", 4, 1000, 1552, JIT_EPILOGUE_LINEAR_SWIGLU, &p);
@@ -132,27 +135,41 @@ Test(codegen_fp8, header_quotes_key_and_plan_and_nothing_is_included) {
     snprintf(want, sizeof(want), "dynamic shared memory %u bytes", p.smem_bytes);
     cr_expect(strstr(src, want) && strstr(src, want) < end, "plan line '%s' missing", want);
     cr_expect(strstr(src, "B row 2j is gate_j, row 2j+1 is up_j"), "pairing convention");
-    cr_expect_null(strstr(src, "#include"), "the generated source includes something");
+    const char *inc = strstr(src, "#include");
+    cr_expect(inc && strncmp(inc, "#include \"fp8_mma_sync/device/mma_sync.cuh\"\n", 44) == 0,
+              "the source includes the family's device file");
+    cr_expect(inc && !strstr(inc + 1, "#include"), "the source includes one file only");
     free(src);
 }
 
-/* Inline PTX appears only in the wrapper section, before the roles and the kernel. */
-Test(codegen_fp8, inline_ptx_only_in_wrappers) {
+static const char *device_text(const char *name) {
+    const jit__device_file_t *f = jit__device_file(name);
+    cr_assert_not_null(f, "device file %s is not embedded", name);
+    return f->text;
+}
+
+/* The generated text has no inline PTX at all, and the family's kernel file none either: every
+ * asm sits in a one-instruction static __device__ __forceinline__ wrapper of the shared
+ * building blocks. */
+Test(fp8_mma_sync, inline_ptx_only_in_wrappers) {
     for (size_t e = 0; e < 3; e++) {
         jit__plan_t p;
         jit__key_t k;
         make_plan("sm_100a", 1, 4096, 4096, k_epilogues[e], &p);
         make_key(&p, "sm_100a", &k);
         char *src = gen(&p, &k);
-        const char *layout = strstr(src, "/* ---- shared-memory layout ---- */");
-        cr_assert_not_null(layout);
-        cr_expect_null(strstr(layout, "asm"), "inline asm after the wrapper section");
-        cr_expect(strstr(src, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"));
-        cr_expect(strstr(src, "cp.async.cg.shared.global [%0], [%1], 16, %2;"));
-        cr_expect(strstr(src, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
-        cr_expect(strstr(src, "cp.async.wait_group"));
-        cr_expect(strstr(src, "extern __shared__ __align__(1024) u8 smem[];"));
-        /* every asm sits in a static __device__ __forceinline__ function */
+        cr_expect_null(strstr(src, "asm"), "inline asm in the generated text");
+        free(src);
+    }
+    cr_expect_null(strstr(device_text("fp8_mma_sync/device/mma_sync.cuh"), "asm"));
+    const char *warp = device_text("device/warp_mma.cuh");
+    cr_expect(strstr(warp, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"));
+    cr_expect(strstr(warp, "cp.async.cg.shared.global [%0], [%1], 16, %2;"));
+    cr_expect(strstr(warp, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+    cr_expect(strstr(warp, "cp.async.wait_group"));
+    const char *blocks[] = {warp, device_text("device/convert.cuh")};
+    for (size_t b = 0; b < 2; b++) {
+        const char *src = blocks[b];
         for (const char *q = strstr(src, "asm"); q; q = strstr(q + 3, "asm")) {
             const char *fn = NULL;
             for (const char *r = src; (r = strstr(r, "static __device__ __forceinline__")) && r < q;
@@ -160,13 +177,12 @@ Test(codegen_fp8, inline_ptx_only_in_wrappers) {
                 fn = r;
             cr_expect_not_null(fn, "asm at offset %td outside a wrapper", q - src);
         }
-        free(src);
     }
 }
 
 /* Read "type name;" lines of the emitted struct and lay them out with the sizes and natural
  * alignment of the x86-64/CUDA ABI, then compare with the host struct field by field. */
-Test(codegen_fp8, params_struct_matches_kernel_abi) {
+Test(fp8_mma_sync, params_struct_matches_kernel_abi) {
     static const struct {
         const char *name;
         size_t offset, size;
@@ -201,7 +217,8 @@ Test(codegen_fp8, params_struct_matches_kernel_abi) {
     make_plan("sm_90a", 2, 1000, 1040, JIT_EPILOGUE_LINEAR_ADD, &p);
     make_key(&p, "sm_90a", &k);
     char *src = gen(&p, &k);
-    const char *open = strstr(src, "struct jitgemm_mma_sync_params {\n");
+    const char *open = strstr(device_text("fp8_mma_sync/device/mma_sync.cuh"),
+                              "struct jitgemm_mma_sync_params {\n");
     cr_assert_not_null(open);
     const char *line = strchr(open, '\n') + 1;
     size_t offset = 0, max_align = 1, i = 0;
@@ -250,7 +267,7 @@ Test(codegen_fp8, params_struct_matches_kernel_abi) {
     cr_expect_eq(i, n_host, "generated struct has %zu fields, host %zu", i, n_host);
     size_t total = (offset + max_align - 1) / max_align * max_align;
     cr_expect_eq(total, sizeof(jit__mma_sync_params_t));
-    cr_expect(strstr(src, "extern \"C\" __global__ void __launch_bounds__(kThreads)\n"
+    cr_expect(strstr(src, "extern \"C\" __global__ void __launch_bounds__(Kernel::THREADS)\n"
                           "jitgemm_fp8_mma_sync(const jitgemm_mma_sync_params p)"),
               "kernel entry with the by-value parameter struct");
     cr_expect_str_eq(jit__plan_kernel_name(&p), "jitgemm_fp8_mma_sync");
@@ -258,7 +275,7 @@ Test(codegen_fp8, params_struct_matches_kernel_abi) {
 }
 
 /* The planner's smem_bytes and the kernel's ring agree for every band and arch. */
-Test(codegen_fp8, shared_memory_size_matches_the_plan) {
+Test(fp8_mma_sync, shared_memory_size_matches_the_plan) {
     const char *archs[] = {"sm_90a", "sm_100a", "sm_103a", "sm_107a", "sm_120a"};
     for (size_t a = 0; a < 5; a++) {
         for (int band = 0; band < JIT_TOKEN_BANDS; band++) {
@@ -269,15 +286,14 @@ Test(codegen_fp8, shared_memory_size_matches_the_plan) {
             make_key(&p, archs[a], &k);
             char *src = gen(&p, &k);
             char want[96];
-            snprintf(want, sizeof(want), "static_assert(kStages * kStageBytes == %u,",
-                     p.smem_bytes);
+            snprintf(want, sizeof(want), "static_assert(Kernel::SMEM_BYTES == %u,", p.smem_bytes);
             cr_expect(strstr(src, want), "%s band %d: '%s' missing", archs[a], band, want);
             free(src);
         }
     }
 }
 
-Test(codegen_fp8, plans_outside_the_family_are_refused) {
+Test(fp8_mma_sync, plans_outside_the_family_are_refused) {
     jit__plan_t good, p;
     jit__key_t k;
     make_plan("sm_90a", 2, 1000, 1040, JIT_EPILOGUE_LINEAR, &good);
@@ -293,7 +309,7 @@ Test(codegen_fp8, plans_outside_the_family_are_refused) {
     cr_expect_null(src);
 
     p = good;
-    p.warps_n = 8; /* warp tile 32 x 16 is fine, but threads no longer match */
+    jit__mma_sync_of(&p)->warps_n = 8; /* warp tile 32 x 16 is fine, but threads no longer match */
     jit__diag_init(&d);
     cr_expect_eq(jit__gen_fp8_mma_sync(&p, &k, &src, &d), JIT_PLAN_FAILED);
 
@@ -311,7 +327,7 @@ Test(codegen_fp8, plans_outside_the_family_are_refused) {
     cr_expect_eq(jit__gen_fp8_mma_sync(&p, &k, &src, &d), JIT_PLAN_FAILED);
 
     p = good;
-    p.route = JIT_ROUTE_TCGEN05;
+    p.family = &jit__family_tcgen05;
     jit__diag_init(&d);
     cr_expect_eq(jit__gen_fp8_mma_sync(&p, &k, &src, &d), JIT_INTERNAL);
 
@@ -325,14 +341,15 @@ Test(codegen_fp8, plans_outside_the_family_are_refused) {
     p.tile_k = 64;
     p.tile_m = 32;
     p.tile_n = 64;
-    p.warps_m = 2;
-    p.warps_n = 2;
+    jit__mma_sync_of(&p)->warps_m = 2;
+    jit__mma_sync_of(&p)->warps_n = 2;
     p.threads = 128;
     p.stages = 3;
     p.smem_bytes = (uint32_t)(p.stages * (p.tile_m + p.tile_n) * p.tile_k);
     jit__diag_init(&d);
     cr_expect_eq(jit__gen_fp8_mma_sync(&p, &k, &src, &d), JIT_OK, "%s", d.msg);
-    cr_expect(src && strstr(src, "kTileK = 64"));
+    cr_expect(src && strstr(src, "LL, 32, 64, 64, 3, 2, 2, MMA_SYNC_LINEAR> Kernel;"), "%s",
+              src ? src : "");
     free(src);
 }
 
@@ -400,23 +417,23 @@ static void compile_with_both(const char *arch) {
         compile_family(sys, arch, arch);
 }
 
-Test(codegen_fp8, compiles_for_sm_90a, .timeout = 600) {
+Test(fp8_mma_sync, compiles_for_sm_90a, .timeout = 600) {
     compile_with_both("sm_90a");
 }
 
-Test(codegen_fp8, compiles_for_sm_100a, .timeout = 600) {
+Test(fp8_mma_sync, compiles_for_sm_100a, .timeout = 600) {
     compile_with_both("sm_100a");
 }
 
-Test(codegen_fp8, compiles_for_sm_103a, .timeout = 600) {
+Test(fp8_mma_sync, compiles_for_sm_103a, .timeout = 600) {
     compile_with_both("sm_103a");
 }
 
-Test(codegen_fp8, compiles_for_sm_120a, .timeout = 600) {
+Test(fp8_mma_sync, compiles_for_sm_120a, .timeout = 600) {
     compile_with_both("sm_120a");
 }
 
-Test(codegen_fp8, compiles_for_sm_107a_natively, .timeout = 600) {
+Test(fp8_mma_sync, compiles_for_sm_107a_natively, .timeout = 600) {
     const jit__toolchain_t *tc = auto_toolchain();
     if (!jit__toolchain_supports(tc, 107))
         cr_skip("the newest NVRTC found (%d.%d in '%s') does not list sm_107a; run "

@@ -19,7 +19,7 @@
  * - TMEM: accumulator stages first, then SFA, then SFB. Disjoint stages when they fit, else
  *   (512-column arches only) the overlapping layout with reverse traversal and early release.
  */
-#include "plan.h"
+#include "plan_tc.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -542,7 +542,7 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
                          "linear_swiglu needs an even n (gate/up row pairs), got %lld",
                          (long long)spec->n);
 
-    jit__tc_plan_t *tc = &plan->tc;
+    jit__tc_plan_t *tc = jit__tc_of(plan);
     memset(tc, 0, sizeof(*tc));
     tc->kind = f.kind;
     tc->kind_suffix = f.suffix;
@@ -654,7 +654,7 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
     tc->ptx_version_min = max_version("8.8", arch->ptx_version ? arch->ptx_version : "8.8");
     tc->valid = 1;
 
-    plan->route = JIT_ROUTE_TCGEN05;
+    plan->family = &jit__family_tcgen05;
     plan->arch = arch;
     plan->spec = *spec;
     plan->token_band = token_band;
@@ -663,8 +663,6 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
     plan->tile_n = tile_n;
     plan->tile_k = tile_k;
     plan->stages = tc->smem.stages;
-    plan->warps_m = 0;
-    plan->warps_n = 0;
     plan->threads = 32 * (tc->epilogue_warps + 2);
     plan->smem_bytes = tc->smem.bytes;
     plan->persistent = 1;
@@ -761,7 +759,7 @@ static json_t *pair_or_null(int m, int n) {
 
 int jit__plan_tc_to_json(const jit__plan_t *plan, void *json_obj) {
     json_t *o = (json_t *)json_obj;
-    const jit__tc_plan_t *tc = &plan->tc;
+    const jit__tc_plan_t *tc = jit__tc_of(plan);
     if (!o || !tc->valid)
         return -1;
     char instr[160];

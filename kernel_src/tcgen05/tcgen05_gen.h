@@ -1,5 +1,5 @@
 /*
- * Internal interface of the tcgen05 generator (route JIT_ROUTE_TCGEN05), split in three files:
+ * Internal interface of the tcgen05 generator (family tcgen05_blockscaled), split in three files:
  * tcgen05_ptx.c emits the inline-PTX device wrappers (one per instruction), tcgen05_roles.c the
  * warp-role device functions (scheduler, TMA producer, MMA, epilogue) and tcgen05_gen.c the rest
  * of the translation unit (header comment, constants, parameter block, kernel entry).
@@ -18,7 +18,7 @@
 
 #include "diag.h"
 #include "key.h"
-#include "plan.h"
+#include "plan_tc.h"
 #include "strbuf.h"
 
 /* Work-ID ring depth: the scheduler may run this many tiles ahead of the slowest reader. */
@@ -82,5 +82,9 @@ void jit__tcg_emit_roles(const jit__tcg_t *g);
 /* The wrapper and role names, in emission order, for tests and docs. NULL-terminated. */
 extern const char *const jit__tcg_ptx_wrapper_names[];
 extern const char *const jit__tcg_role_names[];
+
+/* The source of a plan of this family. */
+jit_status_t jit__gen_tcgen05(const jit__plan_t *plan, const jit__key_t *key, char **source,
+                              jit__diag_t *d);
 
 #endif

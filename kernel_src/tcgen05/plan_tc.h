@@ -1,5 +1,5 @@
 /*
- * The tcgen05 part of a plan (route JIT_ROUTE_TCGEN05): instruction kind, shape and descriptor,
+ * The tcgen05 family's plan payload: instruction kind, shape and descriptor,
  * operand SMEM layouts, the SMEM and TMEM maps, cluster shapes and the grid estimate. Filled by
  * the tcgen05 planner (jit/plan_tc.c); the generator reads it and makes no decision of its own
  * that depends on arch or shape. Figures and rules: shared/ref/tcgen05-facts.md sections 2-8.
@@ -10,8 +10,7 @@
  * staged buffer starts at offset + s * stage_bytes. TMEM columns are relative to the address
  * tcgen05.alloc returns.
  *
- * This header cannot include plan.h (plan.h embeds jit__tc_plan_t), so the functions that take
- * a whole plan use the struct tags.
+ * The payload lives in the plan's family-private bytes (jit/plan.h); jit__tc_of() reads it.
  */
 #ifndef JIT_PLAN_TC_H
 #define JIT_PLAN_TC_H
@@ -20,10 +19,10 @@
 
 #include "arch.h"
 #include "diag.h"
+#include "families.h"
 #include "jitgemm.h"
+#include "plan.h"
 #include "tc_desc.h"
-
-/* TC_PLAN_HEADER_READY */
 
 /* How an operand sits in SMEM, as its TMA box and MMA descriptor see it. */
 typedef enum jit__tc_operand_storage {
@@ -192,29 +191,34 @@ typedef struct jit__tc_variant {
     int breuse;
 } jit__tc_variant_t;
 
-struct jit__gemm_spec;
-struct jit__plan;
+_Static_assert(sizeof(jit__tc_plan_t) <= JIT_PLAN_PAYLOAD_BYTES, "tcgen05 plan payload");
 
-/* Plan a block-scaled GEMM for tcgen05. Fills plan->route = JIT_ROUTE_TCGEN05, tile_*, stages,
- * threads, smem_bytes, persistent = 1, cluster fields and plan->tc; the caller has set nothing
+/* The tcgen05 payload of a plan of this family (const in, const out). */
+#define jit__tc_of(plan)                                                                        \
+    _Generic((plan),                                                                            \
+        const jit__plan_t *: (const jit__tc_plan_t *)(const void *)(plan)->payload.bytes,     \
+        jit__plan_t *: (jit__tc_plan_t *)(void *)(plan)->payload.bytes)
+
+/* Plan a block-scaled GEMM for tcgen05. Fills plan->family, tile_*, stages, threads,
+ * smem_bytes, persistent = 1, cluster fields and the payload (jit__tc_of); the caller has set nothing
  * else it relies on. JIT_UNSUPPORTED_ARCH on an arch without tcgen05 ("block-scaled <format>
  * is not supported on <arch> yet"), JIT_UNSUPPORTED for an illegal format combination,
  * JIT_INVALID_SHAPE for N/K the kernel cannot tile, JIT_PLAN_FAILED when SMEM or TMEM does not
  * fit. Pure. */
-jit_status_t jit__plan_tc_make(const struct jit__gemm_spec *spec, int token_band, int sm_count,
-                               const jit__arch_profile_t *arch, struct jit__plan *plan,
+jit_status_t jit__plan_tc_make(const jit__gemm_spec_t *spec, int token_band, int sm_count,
+                               const jit__arch_profile_t *arch, jit__plan_t *plan,
                                jit__diag_t *d);
 
 /* The same with parts of the variant forced; an illegal forced variant is an error (e.g.
  * B-reuse off sm_107a, JIT_UNSUPPORTED_ARCH), never a silently different plan. */
-jit_status_t jit__plan_tc_make_variant(const struct jit__gemm_spec *spec, int token_band,
+jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_band,
                                        int sm_count, const jit__arch_profile_t *arch,
-                                       const jit__tc_variant_t *variant, struct jit__plan *plan,
+                                       const jit__tc_variant_t *variant, jit__plan_t *plan,
                                        jit__diag_t *d);
 
 /* Add the tcgen05 fields (docs/plan.md) to the plan's JSON object (a json_t*). 0 on success,
  * -1 on allocation failure. */
-int jit__plan_tc_to_json(const struct jit__plan *plan, void *json_object);
+int jit__plan_tc_to_json(const jit__plan_t *plan, void *json_object);
 
 /* Short format name for messages: "mxfp8", "mxfp4", "nvfp4", "fp4/ue5m3", "mixed fp8 x fp4",
  * or "block-scaled" if the combination has no name. */

@@ -1,0 +1,134 @@
+/*
+ * The FP8 mma.sync family's registry row: which problems it takes, its planner (one tile per
+ * token band), its key fields, its launch and its reference.
+ */
+#include <jansson.h>
+#include <string.h>
+
+#include "abi.h"
+#include "mma_sync.h"
+#include "reference.h"
+
+static jit_status_t supports(const jit__gemm_spec_t *s, const jit__arch_profile_t *arch,
+                             jit__diag_t *d) {
+    (void)arch;
+    if (s->scales != JIT_SCALE_ROW)
+        return JIT_UNSUPPORTED;
+    if (s->a != JIT_DTYPE_E4M3 || s->b != JIT_DTYPE_E4M3)
+        return jit__fail(d, JIT_UNSUPPORTED, "row scales need e4m3 x e4m3 operands (got %s x %s)",
+                         jit_dtype_name(s->a), jit_dtype_name(s->b));
+    if (s->out != JIT_DTYPE_BF16)
+        return jit__fail(d, JIT_UNSUPPORTED, "row-scaled FP8 writes bf16 output (got %s)",
+                         jit_dtype_name(s->out));
+    /* 16-byte rows: cp.async moves 16 bytes. */
+    if (s->k % 16 != 0)
+        return jit__fail(d, JIT_MISALIGNED, "k=%lld must be a multiple of 16 for FP8 operands",
+                         (long long)s->k);
+    return JIT_OK;
+}
+
+typedef struct mma_sync_tile {
+    int tile_m, tile_n, warps_m, warps_n, stages;
+} mma_sync_tile_t;
+
+/* One row per token band. Small bands use short, narrow tiles so that decode-sized M still
+ * spreads over many CTAs; the middle bands are the second source document's baseline (64
+ * tokens x 128 rows, warp tile 32x32, two stages of K=128, eight warps). */
+static const mma_sync_tile_t k_tiles[JIT_TOKEN_BANDS] = {
+    {16, 64, 1, 4, 4},  {32, 128, 1, 4, 3},  {64, 128, 2, 4, 2},
+    {64, 128, 2, 4, 2}, {128, 128, 2, 4, 2},
+};
+
+static jit_status_t plan(jit__plan_t *p, jit__diag_t *d) {
+    const mma_sync_tile_t *t = &k_tiles[p->token_band];
+    jit__mma_sync_plan_t *mp = jit__mma_sync_of(p);
+    p->tile_m = t->tile_m;
+    p->tile_n = t->tile_n;
+    p->tile_k = 128;
+    p->stages = t->stages;
+    mp->warps_m = t->warps_m;
+    mp->warps_n = t->warps_n;
+    p->threads = 32 * t->warps_m * t->warps_n;
+    p->smem_bytes = (uint32_t)(p->stages * (p->tile_m + p->tile_n) * p->tile_k);
+    p->persistent = 0;
+    p->cluster_m = p->cluster_n = 1;
+    if (p->smem_bytes > p->arch->smem_per_cta)
+        return jit__fail(d, JIT_PLAN_FAILED,
+                         "mma.sync plan needs %u bytes of shared memory, %s allows %u",
+                         p->smem_bytes, p->arch->name, p->arch->smem_per_cta);
+    return JIT_OK;
+}
+
+static void key_fields(const jit__plan_t *p, jit__sb_t *sb) {
+    const jit__mma_sync_plan_t *mp = jit__mma_sync_cof(p);
+    jit__sb_printf(sb, " warps=%dx%d", mp->warps_m, mp->warps_n);
+}
+
+static int plan_to_json(const jit__plan_t *p, void *json_object) {
+    const jit__mma_sync_plan_t *mp = jit__mma_sync_cof(p);
+    return json_object_set_new((json_t *)json_object, "warps",
+                               json_pack("{sisi}", "m", mp->warps_m, "n", mp->warps_n));
+}
+
+void jit__mma_sync_grid(const jit__plan_t *plan, int64_t m, unsigned grid[3]) {
+    int64_t n_tiles = (plan->spec.n + plan->tile_n - 1) / plan->tile_n;
+    int64_t m_tiles = (m + plan->tile_m - 1) / plan->tile_m;
+    grid[0] = (unsigned)n_tiles;
+    grid[1] = (unsigned)m_tiles;
+    grid[2] = 1;
+}
+
+static jit_status_t launch(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
+                           void *state, const jit__launch_args_t *a, jit__diag_t *d) {
+    (void)state;
+    const jit_operands_t *o = a->operands;
+    jit__mma_sync_params_t params;
+    memset(&params, 0, sizeof(params));
+    params.a = o->a;
+    params.b = o->b;
+    params.sa = (const float *)o->scale_a;
+    params.sb = (const float *)o->scale_b;
+    params.residual = o->residual;
+    params.d = o->d;
+    params.m = a->problem->m;
+    params.lda = a->lda;
+    params.ldb = a->ldb;
+    params.ldd = a->ldd;
+    params.ldr = a->ldr;
+    params.alpha = a->problem->alpha;
+    unsigned grid[3];
+    jit__mma_sync_grid(plan, a->problem->m, grid);
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.gridDimX = grid[0];
+    cfg.gridDimY = grid[1];
+    cfg.gridDimZ = grid[2];
+    cfg.blockDimX = (unsigned)plan->threads;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = plan->smem_bytes;
+    cfg.hStream = a->stream;
+    void *args[] = {&params};
+    CUresult r = drv->cuLaunchKernelEx(&cfg, fn, args, NULL);
+    if (r != CUDA_SUCCESS)
+        return jit__cuda_fail(drv, r, "cuLaunchKernelEx", d);
+    return JIT_OK;
+}
+
+static void reference(const jit__gemm_spec_t *spec, const jit__ref_inputs_t *in, double *out,
+                      double *mag) {
+    jit__ref_fp8_rowscaled(spec, in->m, in->a, in->lda_bytes, in->b, in->ldb_bytes,
+                           (const float *)in->scale_a, (const float *)in->scale_b, in->residual,
+                           in->ldr, in->alpha, out, mag);
+}
+
+const jit__family_t jit__family_fp8_mma_sync = {
+    .name = "fp8_mma_sync",
+    .kernel_name = "jitgemm_fp8_mma_sync",
+    .supports = supports,
+    .plan = plan,
+    .key_fields = key_fields,
+    .generate = jit__gen_fp8_mma_sync,
+    .plan_to_json = plan_to_json,
+    .launch = launch,
+    .reference = reference,
+};

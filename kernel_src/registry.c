@@ -1,0 +1,168 @@
+/*
+ * The registry: the ordered table of kernel families and the functions that dispatch through
+ * it. A problem goes to the first family whose supports() accepts it; families registered at
+ * run time (tests, out-of-tree families) are asked before the built-in ones.
+ */
+#include <jansson.h>
+#include <string.h>
+
+#include "families.h"
+#include "family.h"
+
+/* The built-in families, most specialised first: a family later in the table only sees the
+ * problems the earlier ones declined. */
+static const jit__family_t *const k_builtin[] = {
+    &jit__family_fp8_mma_sync,
+    &jit__family_tcgen05,
+};
+#define N_BUILTIN (sizeof(k_builtin) / sizeof(k_builtin[0]))
+#define MAX_REGISTERED 8
+
+static const jit__family_t *g_table[MAX_REGISTERED + N_BUILTIN];
+static size_t g_registered, g_count;
+
+static void rebuild(void) {
+    g_count = g_registered;
+    for (size_t i = 0; i < N_BUILTIN; i++)
+        g_table[g_count++] = k_builtin[i];
+}
+
+const jit__family_t *const *jit__families(size_t *count) {
+    if (g_count == 0)
+        rebuild();
+    *count = g_count;
+    return g_table;
+}
+
+jit_status_t jit__family_register(const jit__family_t *f) {
+    if (!f || !f->name || !f->kernel_name || !f->supports || !f->plan || !f->key_fields ||
+        !f->generate || !f->launch)
+        return JIT_INVALID_ARGUMENT;
+    if (g_registered == MAX_REGISTERED)
+        return JIT_OUT_OF_MEMORY;
+    /* Newest first: the last registration wins over earlier ones. */
+    memmove(&g_table[1], &g_table[0], g_registered * sizeof(g_table[0]));
+    g_table[0] = f;
+    g_registered++;
+    rebuild();
+    return JIT_OK;
+}
+
+void jit__family_unregister(const jit__family_t *f) {
+    for (size_t i = 0; i < g_registered; i++) {
+        if (g_table[i] == f) {
+            memmove(&g_table[i], &g_table[i + 1], (g_registered - i - 1) * sizeof(g_table[0]));
+            g_registered--;
+            break;
+        }
+    }
+    rebuild();
+}
+
+const jit__family_t *jit__family_find(const char *name) {
+    size_t n;
+    const jit__family_t *const *t = jit__families(&n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(t[i]->name, name) == 0)
+            return t[i];
+    return NULL;
+}
+
+jit_status_t jit__plan_make(const jit__gemm_spec_t *spec, int token_band, int sm_count,
+                            const jit__arch_profile_t *arch, jit__plan_t *out, jit__diag_t *d) {
+    memset(out, 0, sizeof(*out));
+    if (!arch)
+        return jit__fail(d, JIT_UNKNOWN_ARCH, "no arch profile");
+    jit_status_t st = jit__spec_check(spec, token_band, sm_count, d);
+    if (st != JIT_OK)
+        return st;
+    size_t n;
+    const jit__family_t *const *t = jit__families(&n);
+    /* The first family that declines with a message explains the refusal best: it is the one
+     * that computes such problems, only not this one or not here. */
+    jit__diag_t first, why;
+    jit__diag_init(&first);
+    for (size_t i = 0; i < n; i++) {
+        jit__diag_init(&why);
+        st = t[i]->supports(spec, arch, &why);
+        if (st == JIT_OK) {
+            jit__diag_clear(&first);
+            out->family = t[i];
+            out->arch = arch;
+            out->spec = *spec;
+            out->token_band = token_band;
+            out->sm_count = sm_count;
+            return t[i]->plan(out, d);
+        }
+        if (why.msg[0] && first.status == JIT_OK)
+            first = why;
+        else
+            jit__diag_clear(&why);
+    }
+    if (first.status != JIT_OK) {
+        st = jit__fail(d, first.status, "%s", first.msg);
+        jit__diag_clear(&first);
+        return st;
+    }
+    return jit__fail(d, JIT_UNSUPPORTED,
+                     "no kernel family computes %s x %s with %s scales and %s output on %s",
+                     jit_dtype_name(spec->a), jit_dtype_name(spec->b),
+                     jit_scale_mode_name(spec->scales), jit_dtype_name(spec->out), arch->name);
+}
+
+const char *jit__plan_kernel_name(const jit__plan_t *plan) {
+    return plan->family->kernel_name;
+}
+
+jit_status_t jit__generate(const jit__plan_t *plan, const jit__key_t *key, char **source,
+                           jit__diag_t *d) {
+    *source = NULL;
+    if (!plan->family)
+        return jit__fail(d, JIT_INTERNAL, "plan has no family");
+    return plan->family->generate(plan, key, source, d);
+}
+
+static json_t *pair(int a, int b) {
+    return json_pack("[ii]", a, b);
+}
+
+char *jit__plan_to_json(const jit__plan_t *p) {
+    int64_t lo, hi;
+    jit__token_band_range(p->token_band, &lo, &hi);
+    const jit__gemm_spec_t *s = &p->spec;
+    json_t *o = json_object();
+    json_object_set_new(o, "family", json_string(p->family->name));
+    json_object_set_new(o, "arch", json_string(p->arch->name));
+    json_object_set_new(o, "kernel", json_string(p->family->kernel_name));
+    json_object_set_new(o, "spec",
+                        json_pack("{sIsIssssssssss}", "n", (json_int_t)s->n, "k", (json_int_t)s->k,
+                                  "a", jit_dtype_name(s->a), "b", jit_dtype_name(s->b), "out",
+                                  jit_dtype_name(s->out), "scales", jit_scale_mode_name(s->scales),
+                                  "epilogue", jit_epilogue_name(s->epilogue)));
+    json_object_set_new(o, "token_band",
+                        json_pack("{sisIso}", "index", p->token_band, "m_min", (json_int_t)lo,
+                                  "m_max", hi == INT64_MAX ? json_null() : json_integer(hi)));
+    json_object_set_new(o, "sm_count", json_integer(p->sm_count));
+    json_object_set_new(o, "tile",
+                        json_pack("{sisisi}", "m", p->tile_m, "n", p->tile_n, "k", p->tile_k));
+    json_object_set_new(o, "stages", json_integer(p->stages));
+    json_object_set_new(o, "threads", json_integer(p->threads));
+    json_object_set_new(o, "smem_bytes", json_integer(p->smem_bytes));
+    json_object_set_new(o, "persistent", json_boolean(p->persistent));
+    json_object_set_new(
+        o, "cluster",
+        json_pack("{soso}", "preferred", pair(p->cluster_m, p->cluster_n), "fallback",
+                  p->fallback_cluster_m ? pair(p->fallback_cluster_m, p->fallback_cluster_n)
+                                        : json_null()));
+    json_object_set_new(o, "grid",
+                        json_pack("{sIss}", "x_tiles",
+                                  (json_int_t)((s->n + p->tile_n - 1) / p->tile_n), "policy",
+                                  p->persistent ? "persistent" : "one CTA per output tile"));
+    if (p->family->plan_to_json && p->family->plan_to_json(p, o) != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return text;
+}
