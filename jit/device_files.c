@@ -12,16 +12,47 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+/* The table in use: the embedded one unless a test overrode it. */
+static const jit__device_file_t *g_files;
+static size_t g_count;
+static char g_hash[JIT_DEVICE_HASH_LEN + 1];
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void use_embedded(void) {
+    g_files = jit__device_file_table;
+    g_count = jit__device_file_count;
+    jit__device_files_hash_of(g_files, g_count, g_hash);
+}
+
 const jit__device_file_t *jit__device_files(size_t *count) {
-    *count = jit__device_file_count;
-    return jit__device_file_table;
+    pthread_once(&g_once, use_embedded);
+    *count = g_count;
+    return g_files;
 }
 
 const jit__device_file_t *jit__device_file(const char *name) {
-    for (size_t i = 0; i < jit__device_file_count; i++)
-        if (strcmp(jit__device_file_table[i].name, name) == 0)
-            return &jit__device_file_table[i];
+    size_t n;
+    const jit__device_file_t *f = jit__device_files(&n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(f[i].name, name) == 0)
+            return &f[i];
     return NULL;
+}
+
+void jit__device_files_override(const jit__device_file_t *files, size_t count) {
+    pthread_once(&g_once, use_embedded);
+    if (!files) {
+        use_embedded();
+        return;
+    }
+    g_files = files;
+    g_count = count;
+    jit__device_files_hash_of(g_files, g_count, g_hash);
+}
+
+const char *jit__device_files_hash(void) {
+    pthread_once(&g_once, use_embedded);
+    return g_hash;
 }
 
 void jit__device_files_hash_of(const jit__device_file_t *files, size_t count,
@@ -38,16 +69,4 @@ void jit__device_files_hash_of(const jit__device_file_t *files, size_t count,
     XXH128_hash_t h = XXH3_128bits_digest(&st);
     snprintf(out, JIT_DEVICE_HASH_LEN + 1, "%016llx%016llx", (unsigned long long)h.high64,
              (unsigned long long)h.low64);
-}
-
-static char g_hash[JIT_DEVICE_HASH_LEN + 1];
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-
-static void compute_hash(void) {
-    jit__device_files_hash_of(jit__device_file_table, jit__device_file_count, g_hash);
-}
-
-const char *jit__device_files_hash(void) {
-    pthread_once(&g_once, compute_hash);
-    return g_hash;
 }

@@ -35,7 +35,12 @@ const jit__device_file_t *jit__device_file(const char *name);
 /* XXH3-128 over every file's name and contents (32 hex digits), computed once. */
 const char *jit__device_files_hash(void);
 
-/* The same hash of any table (tests compare an edited copy with the embedded one). */
+/* Use `files` instead of the embedded table (NULL: back to the embedded one), for tests that
+ * edit device code and for developers trying an edit without a rebuild. Not thread-safe: call
+ * it while no context generates, compiles or makes keys. */
+void jit__device_files_override(const jit__device_file_t *files, size_t count);
+
+/* The same hash of any table. */
 void jit__device_files_hash_of(const jit__device_file_t *files, size_t count,
                                char out[JIT_DEVICE_HASH_LEN + 1]);
 

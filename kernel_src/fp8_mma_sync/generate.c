@@ -103,7 +103,7 @@ static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t
     const jit__gemm_spec_t *spec = &plan->spec;
     jit__sb_append(sb, "/*\n * jitgemm generated kernel: FP8 E4M3 x E4M3 GEMM with FP32 row "
                        "scales, BF16 out.\n");
-    jit__sb_append(sb, " * Route mma.sync: cp.async -> shared ring -> ldmatrix.x4 -> "
+    jit__sb_append(sb, " * Family fp8_mma_sync: cp.async -> shared ring -> ldmatrix.x4 -> "
                        "mma.sync.m16n8k32 (FP32) -> epilogue.\n *\n");
     jit__sb_append(sb, " * key:    ");
     append_comment_safe(sb, key ? key->text : "(none)");
