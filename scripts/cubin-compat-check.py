@@ -46,7 +46,7 @@ def main():
     for path in sidecars:
         e = json.load(open(path))
         key = dict(kv.split("=", 1) for kv in e["key_text"].split()[1:])
-        if key["route"] != "mma_sync":
+        if not key.get("family", "").startswith("fp8_"):
             continue
         n, k = int(key["n"]), int(key["k"])
         tm, tn, _ = (int(x) for x in key["tile"].split("x"))
