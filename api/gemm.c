@@ -72,10 +72,6 @@ static jit_status_t validate(const jit_problem_t *p, const jit_operands_t *o, st
         (!aligned(o->scale_a, 16) || !aligned(o->scale_b, 16) || !aligned(o->d, 16)))
         return jit__fail(d, JIT_MISALIGNED,
                          "block-scaled problems need 16-byte aligned scales and d (TMA)");
-    if (p->scale_mode == JIT_SCALE_ROW &&
-        (s->ldd % 2 || (p->epilogue == JIT_EPILOGUE_LINEAR_ADD && s->ldr % 2)))
-        return jit__fail(d, JIT_MISALIGNED,
-                         "ldd and ld_residual must be even (outputs are stored in pairs)");
     return JIT_OK;
 }
 

@@ -6,6 +6,7 @@
 #include "plan.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,12 +28,34 @@ void jit__token_band_range(int band, int64_t *lo, int64_t *hi) {
     *hi = k_band_hi[band];
 }
 
+int64_t jit__token_band_model_m(int band) {
+    /* The upper end of the bounded bands (a band's kernel must hold up at its largest M, where
+     * the most tiles compete for the SMs), and 4096 for the open last band. */
+    static const int64_t k_model_m[JIT_TOKEN_BANDS] = {16, 64, 256, 1024, 4096};
+    if (band < 0)
+        band = 0;
+    if (band >= JIT_TOKEN_BANDS)
+        band = JIT_TOKEN_BANDS - 1;
+    return k_model_m[band];
+}
+
+void jit__plan_add_candidate(jit__plan_t *plan, const char *route, int tile_m, int tile_n,
+                             int stages, double modelled_us) {
+    if (plan->n_candidates >= JIT_PLAN_MAX_CANDIDATES)
+        return;
+    jit__plan_candidate_t *c = &plan->candidates[plan->n_candidates++];
+    snprintf(c->route, sizeof(c->route), "%s", route);
+    c->tile_m = tile_m;
+    c->tile_n = tile_n;
+    c->stages = stages;
+    c->modelled_us = modelled_us;
+}
+
 int64_t jit__spec_out_cols(const jit__gemm_spec_t *spec) {
     return spec->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU ? spec->n / 2 : spec->n;
 }
 
-jit_status_t jit__spec_from_problem(const jit_problem_t *p, jit__gemm_spec_t *out,
-                                    jit__diag_t *d) {
+jit_status_t jit__spec_from_problem(const jit_problem_t *p, jit__gemm_spec_t *out, jit__diag_t *d) {
     memset(out, 0, sizeof(*out));
     if (!p)
         return jit__fail(d, JIT_INVALID_ARGUMENT, "problem is NULL");

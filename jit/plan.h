@@ -39,6 +39,15 @@ void jit__token_band_range(int band, int64_t *lo, int64_t *hi);
 
 struct jit__family;
 
+/* One configuration a cost model weighed: which family and route, its tile and depth, and the
+ * time the model gave it for the band's representative M. */
+#define JIT_PLAN_MAX_CANDIDATES 24
+typedef struct jit__plan_candidate {
+    char route[24]; /* the family's name for the variant, e.g. "wgmma_tma" */
+    int tile_m, tile_n, stages;
+    double modelled_us;
+} jit__plan_candidate_t;
+
 /* Bytes a family may keep in its plan payload. The largest today is the tcgen05 plan
  * (kernel_src/tcgen05/plan_tc.h); each family asserts that its payload fits. */
 #define JIT_PLAN_PAYLOAD_BYTES 832
@@ -59,6 +68,15 @@ typedef struct jit__plan {
     int persistent;
     int cluster_m, cluster_n;                   /* preferred cluster shape */
     int fallback_cluster_m, fallback_cluster_n; /* 0 if none */
+    /* The cost model (families that have one): the modelled time of this plan at the band's
+     * representative M (0: the family has no model, and the registry's order decides), every
+     * candidate weighed (across families), which one was chosen and why. Not part of the key:
+     * the chosen configuration is, through the fields above and the family's own. */
+    double modelled_us;
+    int64_t model_m;
+    int n_candidates, chosen;
+    jit__plan_candidate_t candidates[JIT_PLAN_MAX_CANDIDATES];
+    char reason[160];
     /* Family-private: read only through the family's own accessor. Plain bytes with the
      * strictest alignment, so a plan is copied by value like any struct. */
     union {
@@ -66,6 +84,13 @@ typedef struct jit__plan {
         unsigned char bytes[JIT_PLAN_PAYLOAD_BYTES];
     } payload;
 } jit__plan_t;
+
+/* The M a cost model plans a band for: one that is typical of the band's traffic. */
+int64_t jit__token_band_model_m(int band);
+
+/* Append a candidate to the plan's list (dropped silently when the list is full). */
+void jit__plan_add_candidate(jit__plan_t *plan, const char *route, int tile_m, int tile_n,
+                             int stages, double modelled_us);
 
 /* Spec from a public problem (checks only what the spec itself holds). */
 jit_status_t jit__spec_from_problem(const jit_problem_t *p, jit__gemm_spec_t *out, jit__diag_t *d);

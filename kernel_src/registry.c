@@ -4,6 +4,8 @@
  * run time (tests, out-of-tree families) are asked before the built-in ones.
  */
 #include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "families.h"
@@ -68,6 +70,40 @@ const jit__family_t *jit__family_find(const char *name) {
     return NULL;
 }
 
+/* The plan's reason line: the winner against the runner-up of all candidates. */
+static void explain(jit__plan_t *p) {
+    if (p->n_candidates == 0 || p->chosen < 0)
+        return;
+    const jit__plan_candidate_t *w = &p->candidates[p->chosen], *next = NULL;
+    for (int i = 0; i < p->n_candidates; i++)
+        if (i != p->chosen && (!next || p->candidates[i].modelled_us < next->modelled_us))
+            next = &p->candidates[i];
+    if (!next)
+        snprintf(p->reason, sizeof(p->reason), "the only candidate: %s %dx%d, %.1f us at M=%lld",
+                 w->route, w->tile_m, w->tile_n, w->modelled_us, (long long)p->model_m);
+    else
+        snprintf(p->reason, sizeof(p->reason),
+                 "lowest modelled time at M=%lld: %s %dx%d %d stages %.1f us; next %s %dx%d "
+                 "%d stages %.1f us",
+                 (long long)p->model_m, w->route, w->tile_m, w->tile_n, w->stages, w->modelled_us,
+                 next->route, next->tile_m, next->tile_n, next->stages, next->modelled_us);
+}
+
+/* Plan the spec with one family into `out` (already zeroed and filled with the common
+ * inputs). */
+static jit_status_t plan_with(const jit__family_t *f, jit__plan_t *out, jit__diag_t *d) {
+    out->family = f;
+    out->chosen = -1;
+    out->model_m = jit__token_band_model_m(out->token_band);
+    jit_status_t st = f->plan(out, d);
+    if (st == JIT_OK && out->modelled_us > 0 && out->n_candidates == 0) {
+        jit__plan_add_candidate(out, f->name, out->tile_m, out->tile_n, out->stages,
+                                out->modelled_us);
+        out->chosen = 0;
+    }
+    return st;
+}
+
 jit_status_t jit__plan_make(const jit__gemm_spec_t *spec, int token_band, int sm_count,
                             const jit__arch_profile_t *arch, jit__plan_t *out, jit__diag_t *d) {
     memset(out, 0, sizeof(*out));
@@ -78,27 +114,80 @@ jit_status_t jit__plan_make(const jit__gemm_spec_t *spec, int token_band, int sm
         return st;
     size_t n;
     const jit__family_t *const *t = jit__families(&n);
-    /* The first family that declines with a message explains the refusal best: it is the one
-     * that computes such problems, only not this one or not here. */
+    /* JITGEMM_FAMILY restricts the choice to one family: for comparing families on one
+     * problem, and for tests that must exercise a family the model would not pick. */
+    const char *only = getenv("JITGEMM_FAMILY");
+    if (only && *only && !jit__family_find(only)) {
+        char names[256] = "";
+        for (size_t i = 0; i < n; i++)
+            snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "",
+                     t[i]->name);
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "JITGEMM_FAMILY=%s names no family (known: %s)",
+                         only, names);
+    }
+    /* Families with a cost model compete on modelled time and pool their candidates; a family
+     * without one (modelled_us 0) is taken when no earlier family planned the problem. The
+     * first refusal with a message explains a problem nobody takes best: it comes from the
+     * family that computes such problems, only not this one or not here. */
+    jit__plan_t *cand = malloc(sizeof(*cand));
+    jit__plan_candidate_t *pool = calloc(JIT_PLAN_MAX_CANDIDATES, sizeof(*pool));
+    if (!cand || !pool) {
+        free(cand);
+        free(pool);
+        return jit__fail(d, JIT_OUT_OF_MEMORY, "planning");
+    }
+    int have = 0, n_pool = 0, chosen = -1;
     jit__diag_t first, why;
     jit__diag_init(&first);
     for (size_t i = 0; i < n; i++) {
+        if (only && *only && strcmp(only, t[i]->name) != 0)
+            continue;
         jit__diag_init(&why);
         st = t[i]->supports(spec, arch, &why);
         if (st == JIT_OK) {
-            jit__diag_clear(&first);
-            out->family = t[i];
-            out->arch = arch;
-            out->spec = *spec;
-            out->token_band = token_band;
-            out->sm_count = sm_count;
-            return t[i]->plan(out, d);
+            memset(cand, 0, sizeof(*cand));
+            cand->arch = arch;
+            cand->spec = *spec;
+            cand->token_band = token_band;
+            cand->sm_count = sm_count;
+            st = plan_with(t[i], cand, &why);
         }
-        if (why.msg[0] && first.status == JIT_OK)
-            first = why;
-        else
-            jit__diag_clear(&why);
+        if (st != JIT_OK) {
+            if (why.msg[0] && first.status == JIT_OK)
+                first = why;
+            else
+                jit__diag_clear(&why);
+            continue;
+        }
+        if (cand->modelled_us <= 0) {
+            if (!have) {
+                *out = *cand;
+                have = 1;
+            }
+            break;
+        }
+        int base = n_pool;
+        for (int c = 0; c < cand->n_candidates && n_pool < JIT_PLAN_MAX_CANDIDATES; c++)
+            pool[n_pool++] = cand->candidates[c];
+        if (!have || cand->modelled_us < out->modelled_us) {
+            *out = *cand;
+            chosen = base + cand->chosen;
+            have = 1;
+        }
     }
+    if (have && chosen >= 0) {
+        memcpy(out->candidates, pool, sizeof(*pool) * (size_t)n_pool);
+        out->n_candidates = n_pool;
+        out->chosen = chosen < n_pool ? chosen : -1;
+        explain(out);
+    }
+    free(cand);
+    free(pool);
+    if (have) {
+        jit__diag_clear(&first);
+        return JIT_OK;
+    }
+    memset(out, 0, sizeof(*out));
     if (first.status != JIT_OK) {
         st = jit__fail(d, first.status, "%s", first.msg);
         jit__diag_clear(&first);
@@ -158,6 +247,22 @@ char *jit__plan_to_json(const jit__plan_t *p) {
                         json_pack("{sIss}", "x_tiles",
                                   (json_int_t)((s->n + p->tile_n - 1) / p->tile_n), "policy",
                                   p->persistent ? "persistent" : "one CTA per output tile"));
+    if (p->n_candidates > 0 && p->chosen >= 0) {
+        json_t *cands = json_array();
+        for (int i = 0; i < p->n_candidates; i++) {
+            const jit__plan_candidate_t *c = &p->candidates[i];
+            json_array_append_new(cands, json_pack("{sss{sisi}sisf}", "route", c->route, "tile",
+                                                   "m", c->tile_m, "n", c->tile_n, "stages",
+                                                   c->stages, "modelled_us", c->modelled_us));
+        }
+        const jit__plan_candidate_t *w = &p->candidates[p->chosen];
+        json_object_set_new(o, "model_m", json_integer((json_int_t)p->model_m));
+        json_object_set_new(o, "candidates", cands);
+        json_object_set_new(o, "chosen",
+                            json_pack("{sisss{sisi}sisfss}", "index", p->chosen, "route", w->route,
+                                      "tile", "m", w->tile_m, "n", w->tile_n, "stages", w->stages,
+                                      "modelled_us", w->modelled_us, "reason", p->reason));
+    }
     if (p->family->plan_to_json && p->family->plan_to_json(p, o) != 0) {
         json_decref(o);
         return NULL;

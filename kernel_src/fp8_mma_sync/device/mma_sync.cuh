@@ -163,6 +163,11 @@ struct MmaSyncKernel {
                 const float row_scale = p.alpha * p.sa[row];
                 u16 *drow = (u16 *)p.d + row * p.ldd;
                 const u16 *rrow = (const u16 *)p.residual + row * p.ldr;
+                /* Pairs go out as one 32-bit store where the row keeps 4-byte alignment (the
+                 * bases are 4-byte aligned, so that is an even element offset); an odd stride
+                 * puts every other row on a 2-byte boundary, stored element by element. */
+                const bool pairs = ((row * p.ldd) & 1) == 0 &&
+                                   (EPILOGUE != MMA_SYNC_LINEAR_ADD || ((row * p.ldr) & 1) == 0);
 #pragma unroll
                 for (int j = 0; j < MMA_N; j++) {
                     const i64 col = n0 + warp_n * WARP_TILE_N + j * 8 + 2 * t;
@@ -177,11 +182,15 @@ struct MmaSyncKernel {
                         float v1 = acc[i][j][2 * h + 1] * row_scale * p.sb[col + 1];
                         float r0 = 0.0f, r1 = 0.0f;
                         if (EPILOGUE == MMA_SYNC_LINEAR_ADD) {
-                            const u32 res = *(const u32 *)(rrow + col);
-                            r0 = bits_to_float(res << 16);
-                            r1 = bits_to_float(res & 0xFFFF0000u);
+                            r0 = bf16_to_float(rrow[col]);
+                            r1 = bf16_to_float(rrow[col + 1]);
                         }
-                        *(u32 *)(drow + col) = pack_bf16x2(v0 + r0, v1 + r1);
+                        if (pairs) {
+                            *(u32 *)(drow + col) = pack_bf16x2(v0 + r0, v1 + r1);
+                        } else {
+                            drow[col] = to_bf16(v0 + r0);
+                            drow[col + 1] = to_bf16(v1 + r1);
+                        }
                     } else {
                         const float r0 =
                             EPILOGUE == MMA_SYNC_LINEAR_ADD ? bf16_to_float(rrow[col]) : 0.0f;
