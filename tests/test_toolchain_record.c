@@ -262,12 +262,17 @@ Test(toolchain_record, a_damaged_record_is_replaced_whole) {
         if (k == 0)
             good[len / 2] = '\0';
         cr_assert_eq(jt_write_file(rec, k == 0 ? good : "\x01\x02 not json {{{"), 0);
-        struct stat before, after;
-        cr_assert_eq(stat(rec, &before), 0);
+        /* Held open, the damaged file's inode cannot be reused by the rewrite, so comparing
+         * inodes tells a rename from a rewrite in place. */
+        int held = open(rec, O_RDONLY);
+        cr_assert(held >= 0);
         cr_assert_eq(child(dir, 0), 10, "%s record: not identified afresh", damage[k]);
-        /* A new inode: the record was renamed into place, never rewritten where it lay. */
-        cr_assert_eq(stat(rec, &after), 0);
-        cr_assert_neq(before.st_ino, after.st_ino, "%s record rewritten in place", damage[k]);
+        struct stat old, now;
+        cr_assert_eq(fstat(held, &old), 0);
+        cr_assert_eq(stat(rec, &now), 0);
+        cr_assert_neq(old.st_ino, now.st_ino, "%s record rewritten in place", damage[k]);
+        cr_assert_eq(old.st_nlink, 0, "%s record still linked somewhere", damage[k]);
+        close(held);
         expect_refused_and_rewritten(dir, identity, "toolchains.json");
         /* Nothing of the rewrite is left behind in tmp/. */
         char *tmp = path_in(dir, "tmp");
