@@ -188,7 +188,8 @@ static jit__record_state_t load(const jit__cache_t *c, jit__toolchain_record_t *
         snprintf(why, whysz, RECORD_NAME ": %zu bytes, more than a record can hold", len);
         goto done;
     }
-    root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+    /* NULs are let through the parser so that get_path can name the field that holds one. */
+    root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (!root) {
         snprintf(why, whysz, RECORD_NAME ": not JSON (line %d: %s)", jerr.line, jerr.text);
         goto done;
