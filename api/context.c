@@ -101,6 +101,31 @@ static void detect_device(const jit__arch_profile_t **arch, int *sm_count) {
     *sm_count = sms;
 }
 
+static void record_read(void *self, jit__toolchain_record_t **recs, size_t *n) {
+    jit__cache_toolchains_read(self, recs, n);
+}
+
+static void record_save(void *self, const jit__toolchain_record_t *rec) {
+    jit__cache_toolchains_save(self, rec);
+}
+
+/* Toolchain identities are remembered beside the kernels, so a process that only hits the cache
+ * never opens NVRTC (jit/toolchain.c). jit/ cannot call cache/ (cache/ builds on jit/'s keys),
+ * so the store is wired here. The process keeps it after this context is gone: a handle of its
+ * own on the directory this context vetted. */
+static void remember_toolchains(const jit__cache_t *cache) {
+    char where[JIT__TOOLCHAIN_PATH_MAX];
+    if (snprintf(where, sizeof(where), "%s/toolchains.json", jit__cache_dir(cache)) >=
+        (int)sizeof(where))
+        return;
+    jit__cache_t *kept = jit__cache_share(cache);
+    if (!kept)
+        return;
+    jit__toolchain_store_t store = {kept, record_read, record_save, where};
+    if (!jit__toolchain_remember_in(&store))
+        jit__cache_close(kept);
+}
+
 jit_status_t jit_context_create(const jit_context_options_t *opt, jit_context_t **out) {
     jit__diag_t d;
     jit__diag_init(&d);
@@ -154,10 +179,7 @@ jit_status_t jit_context_create(const jit_context_options_t *opt, jit_context_t 
     if (jit__cache_open(opt->cache_dir, opt->cache_max_bytes, ctx->log_level, &ctx->cache, &d) !=
         JIT_OK)
         goto fail;
-    /* Toolchain identities are remembered beside the kernels, so a process that only hits the
-     * cache never opens NVRTC (see jit/toolchain.c). */
-    if (jit__cache_readable(ctx->cache))
-        jit__toolchain_remember_in(jit__cache_dir(ctx->cache));
+    remember_toolchains(ctx->cache);
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_cond_init(&ctx->inflight_done, NULL);
     jit__kernel_table_t *t = calloc(1, sizeof(*t));

@@ -293,6 +293,29 @@ void jit__cache_close(jit__cache_t *c) {
     free(c);
 }
 
+jit__cache_t *jit__cache_share(const jit__cache_t *c) {
+    if (!c || c->dirfd < 0 || !c->readable)
+        return NULL;
+    jit__cache_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    /* The descriptor, not the path: the copy must keep using the directory `c` vetted. */
+    s->dirfd = fcntl(c->dirfd, F_DUPFD_CLOEXEC, 0);
+    if (s->dirfd < 0) {
+        free(s);
+        return NULL;
+    }
+    memcpy(s->dir, c->dir, sizeof(s->dir));
+    s->max_bytes = c->max_bytes;
+    s->log_level = c->log_level;
+    s->readable = 1;
+    atomic_init(&s->writable, atomic_load(&c->writable));
+    atomic_init(&s->warned, 1); /* `c` already said whatever there was to say */
+    atomic_init(&s->tmp_seq, 0);
+    pthread_mutex_init(&s->mu, NULL);
+    return s;
+}
+
 const char *jit__cache_dir(const jit__cache_t *c) {
     return c ? c->dir : "";
 }

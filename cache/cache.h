@@ -9,6 +9,7 @@
  *   kernels/<hash>.ptx     the PTX NVRTC produced
  *   locks/<hash>.lock      flock'd by the process compiling that key
  *   tmp/                   files being written; renamed into place when complete
+ *   toolchains.json        identities of NVRTC/nvJitLink libraries (jit/toolchain_record.h)
  *
  * Every write goes to tmp/ and is renamed into place after fsync, so readers never see a
  * partial file. A cubin is loaded only if its checksum (XXH3-128) matches its sidecar and its
@@ -23,6 +24,7 @@
 
 #include "diag.h"
 #include "key.h"
+#include "toolchain_record.h"
 
 typedef struct jit__cache jit__cache_t;
 
@@ -106,6 +108,29 @@ jit_status_t jit__cache_gc(jit__cache_t *c, const jit__toolchain_id_t *keep, siz
 
 /* Remove every entry and the manifest. */
 jit_status_t jit__cache_clear(jit__cache_t *c, size_t *removed, jit__diag_t *d);
+
+/* A second handle on the directory `c` opened and vetted, for a user that outlives `c` (the
+ * process-wide toolchain record): no new checks and no repeated warnings. NULL if `c` keeps
+ * nothing on disk. Close it with jit__cache_close. */
+jit__cache_t *jit__cache_share(const jit__cache_t *c);
+
+typedef enum jit__record_state {
+    JIT__RECORD_OK = 0,
+    JIT__RECORD_MISSING = 1, /* no file, or a memory-only cache */
+    JIT__RECORD_REFUSED = 2, /* a symbolic link, not ours, writable by others, not a regular file */
+    JIT__RECORD_DAMAGED = 3, /* not JSON, wrong types, a number or string out of bounds */
+    JIT__RECORD_FAILED = 4,  /* an I/O error or out of memory */
+} jit__record_state_t;
+
+/* Every record of toolchains.json (*recs malloc'd, caller frees) when the whole file is trusted
+ * and valid; otherwise none, and a refused, damaged or unreadable file is reported once per
+ * cache object. gc and clear never touch the file. */
+jit__record_state_t jit__cache_toolchains_read(jit__cache_t *c, jit__toolchain_record_t **recs,
+                                               size_t *n);
+/* Add `rec` to toolchains.json, replacing the entry of the same NVRTC path (an unusable file is
+ * replaced whole), by temporary file and rename. 0, or an errno: EINVAL for a record out of
+ * bounds, EROFS for a cache that cannot be written. */
+int jit__cache_toolchains_save(jit__cache_t *c, const jit__toolchain_record_t *rec);
 
 /* An entry as a JSON object text (malloc'd), the same fields the manifest holds. */
 char *jit__cache_entry_to_json(const jit__cache_entry_t *e);

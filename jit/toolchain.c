@@ -4,9 +4,9 @@
  * A toolchain is identified (NVRTC and nvJitLink versions, NVRTC's target list) before it is
  * loaded: the key needs the versions, but a cache hit needs no compiler, and opening the two
  * libraries costs 5-15 ms per toolkit (they are over 100 MB each). So each directory's identity
- * is remembered in a small record (toolchains.json in the cache directory a context names with
- * jit__toolchain_remember_in), checked against the libraries' device, inode, size and mtime;
- * only an unknown or changed library is opened to be identified. The function pointers are
+ * is remembered in a record (kept by the store a context hands to jit__toolchain_remember_in:
+ * toolchains.json, owned by cache/), checked against the libraries' device, inode, size and
+ * mtime; only an unknown or changed library is opened to be identified. The function pointers are
  * bound on first use (jit__toolchain_load), i.e. only when something is compiled.
  *
  * NOTE: the libraries are opened with their full path and RTLD_LOCAL, so several toolkits can
@@ -18,7 +18,6 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
-#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +32,9 @@ static jit__toolchain_t *g_known[MAX_TOOLCHAINS]; /* every directory identified 
 static int g_n_known;
 static int g_scanned;                         /* automatic candidates identified */
 static const jit__toolchain_t *g_auto_choice; /* newest of the automatic candidates */
-static char g_record_path[4200];              /* "" until a context names a cache directory */
+static jit__toolchain_store_t g_store;        /* where identities are remembered, once set */
+static int g_have_store;
+static char g_record_where[4200]; /* g_store.where, kept for the life of the process */
 
 static const char *const k_nvrtc_names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
                                             NULL};
@@ -55,12 +56,6 @@ static int locate(const char *dir, const char *const *names, char *out, size_t o
         }
     }
     return 0;
-}
-
-static json_t *signature(const struct stat *st) {
-    return json_pack("[IIIII]", (json_int_t)st->st_dev, (json_int_t)st->st_ino,
-                     (json_int_t)st->st_size, (json_int_t)st->st_mtim.tv_sec,
-                     (json_int_t)st->st_mtim.tv_nsec);
 }
 
 /* ---- binding ----------------------------------------------------------------------------- */
@@ -158,81 +153,73 @@ static int compatible_pair(const jit__toolchain_t *tc, char *why, size_t whysz) 
 
 /* ---- the identity record ----------------------------------------------------------------- */
 
-/* The record's entry for these two files, if their fingerprints still match. */
+static jit__file_print_t print_of(const struct stat *st) {
+    /* dev and inode are stored as signed 64-bit numbers; only equality matters. */
+    return (jit__file_print_t){(int64_t)st->st_dev, (int64_t)st->st_ino, (int64_t)st->st_size,
+                               (int64_t)st->st_mtim.tv_sec, (int64_t)st->st_mtim.tv_nsec};
+}
+
+static int same_print(const jit__file_print_t *a, const jit__file_print_t *b) {
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec;
+}
+
+/* The store's entry for these two files, if their fingerprints still match. The store has
+ * checked every field's type and bounds; what a record describes is decided here. */
 static int record_lookup(const jit__toolchain_t *tc, const struct stat *sn, const struct stat *sl,
                          jit__toolchain_t *out) {
-    if (!g_record_path[0])
+    if (!g_have_store)
         return 0;
-    json_t *root = json_load_file(g_record_path, 0, NULL);
-    json_t *list = json_object_get(root, "toolchains");
-    json_t *want_n = signature(sn), *want_l = signature(sl);
-    size_t i;
-    json_t *e;
+    jit__toolchain_record_t *recs = NULL;
+    size_t n = 0;
+    g_store.read(g_store.self, &recs, &n);
+    jit__file_print_t want_n = print_of(sn), want_l = print_of(sl);
     int hit = 0;
-    json_array_foreach(list, i, e) {
-        const char *np = json_string_value(json_object_get(e, "nvrtc_path"));
-        const char *lp = json_string_value(json_object_get(e, "nvjitlink_path"));
-        if (!np || !lp || strcmp(np, tc->nvrtc_path) || strcmp(lp, tc->jitlink_path) ||
-            !json_equal(json_object_get(e, "nvrtc_file"), want_n) ||
-            !json_equal(json_object_get(e, "nvjitlink_file"), want_l))
+    for (size_t i = 0; i < n && !hit; i++) {
+        const jit__toolchain_record_t *r = &recs[i];
+        if (strcmp(r->nvrtc_path, tc->nvrtc_path) || strcmp(r->nvjitlink_path, tc->jitlink_path) ||
+            !same_print(&r->nvrtc_file, &want_n) || !same_print(&r->nvjitlink_file, &want_l) ||
+            r->n_archs > (int)(sizeof(out->archs) / sizeof(out->archs[0])))
             continue;
-        int a = 0, b = 0, c = 0, dd = 0;
-        json_t *archs = json_object_get(e, "archs");
-        if (json_unpack(e, "{s:[ii], s:[ii]}", "nvrtc", &a, &b, "nvjitlink", &c, &dd) != 0 ||
-            !json_is_array(archs) || json_array_size(archs) > 64)
-            continue;
-        out->id = (jit__toolchain_id_t){a, b, c, dd};
-        out->n_archs = (int)json_array_size(archs);
-        for (int k = 0; k < out->n_archs; k++)
-            out->archs[k] = (int)json_integer_value(json_array_get(archs, (size_t)k));
+        out->id = r->id;
+        out->n_archs = r->n_archs;
+        memcpy(out->archs, r->archs, (size_t)r->n_archs * sizeof(out->archs[0]));
         hit = 1;
-        break;
     }
-    json_decref(want_n);
-    json_decref(want_l);
-    json_decref(root);
+    free(recs);
     return hit;
 }
 
-/* Add or replace this toolchain's entry; written to a temporary file and renamed, so a reader
- * sees the old record or the new one. Failing to write costs a probe next time, nothing else. */
+/* Failing to save costs a probe next time, nothing else. */
 static void record_store(const jit__toolchain_t *tc, const struct stat *sn, const struct stat *sl) {
-    if (!g_record_path[0])
+    if (!g_have_store)
         return;
-    json_t *root = json_load_file(g_record_path, 0, NULL);
-    if (!json_is_object(root) || !json_is_array(json_object_get(root, "toolchains"))) {
-        json_decref(root);
-        root = json_pack("{s:i, s:[]}", "format", 1, "toolchains");
-    }
-    json_t *list = json_object_get(root, "toolchains");
-    for (size_t i = json_array_size(list); i-- > 0;) {
-        const char *np = json_string_value(json_object_get(json_array_get(list, i), "nvrtc_path"));
-        if (!np || strcmp(np, tc->nvrtc_path) == 0)
-            json_array_remove(list, i);
-    }
-    json_t *archs = json_array();
-    for (int k = 0; k < tc->n_archs; k++)
-        json_array_append_new(archs, json_integer(tc->archs[k]));
-    json_array_append_new(list, json_pack("{s:s, s:o, s:s, s:o, s:[ii], s:[ii], s:o}", "nvrtc_path",
-                                          tc->nvrtc_path, "nvrtc_file", signature(sn),
-                                          "nvjitlink_path", tc->jitlink_path, "nvjitlink_file",
-                                          signature(sl), "nvrtc", tc->id.nvrtc_major,
-                                          tc->id.nvrtc_minor, "nvjitlink", tc->id.nvjitlink_major,
-                                          tc->id.nvjitlink_minor, "archs", archs));
-    char tmp[sizeof(g_record_path) + 32];
-    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", g_record_path, (long)getpid());
-    if (json_dump_file(root, tmp, JSON_INDENT(1)) == 0 && rename(tmp, g_record_path) == 0)
-        chmod(g_record_path, 0600);
-    else
-        unlink(tmp);
-    json_decref(root);
+    jit__toolchain_record_t *r = calloc(1, sizeof(*r));
+    if (!r)
+        return;
+    snprintf(r->nvrtc_path, sizeof(r->nvrtc_path), "%s", tc->nvrtc_path);
+    snprintf(r->nvjitlink_path, sizeof(r->nvjitlink_path), "%s", tc->jitlink_path);
+    r->nvrtc_file = print_of(sn);
+    r->nvjitlink_file = print_of(sl);
+    r->id = tc->id;
+    r->n_archs = tc->n_archs < JIT__TOOLCHAIN_MAX_ARCHS ? tc->n_archs : JIT__TOOLCHAIN_MAX_ARCHS;
+    memcpy(r->archs, tc->archs, (size_t)r->n_archs * sizeof(r->archs[0]));
+    g_store.save(g_store.self, r);
+    free(r);
 }
 
-void jit__toolchain_remember_in(const char *dir) {
+int jit__toolchain_remember_in(const jit__toolchain_store_t *store) {
+    int taken = 0;
     pthread_mutex_lock(&g_lock);
-    if (!g_record_path[0] && dir && *dir)
-        snprintf(g_record_path, sizeof(g_record_path), "%s/toolchains.json", dir);
+    if (!g_have_store && store && store->read && store->save) {
+        g_store = *store;
+        snprintf(g_record_where, sizeof(g_record_where), "%s",
+                 store->where ? store->where : "the toolchain record");
+        g_store.where = g_record_where;
+        g_have_store = taken = 1;
+    }
     pthread_mutex_unlock(&g_lock);
+    return taken;
 }
 
 /* ---- identifying a directory ------------------------------------------------------------- */
@@ -403,7 +390,7 @@ jit_status_t jit__toolchain_load(const jit__toolchain_t *ctc, jit__diag_t *d) {
             snprintf(why, sizeof(why),
                      "%.200s is NVRTC %d.%d now but was recorded as %d.%d; remove %.200s and retry",
                      tc->nvrtc_path, real.nvrtc_major, real.nvrtc_minor, tc->id.nvrtc_major,
-                     tc->id.nvrtc_minor, g_record_path);
+                     tc->id.nvrtc_minor, g_record_where);
             st = JIT_TOOLCHAIN_NOT_FOUND;
         } else {
             atomic_store_explicit(&tc->loaded, 1, memory_order_release);

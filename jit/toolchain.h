@@ -18,6 +18,7 @@
 
 #include "diag.h"
 #include "key.h"
+#include "toolchain_record.h"
 
 typedef struct jit__toolchain {
     char dir[4096 + 64]; /* where the libraries were found ("" = loader default) */
@@ -64,9 +65,11 @@ jit_status_t jit__toolchain_get(const char *dir, const jit__toolchain_t **out, j
  * before any NVRTC or nvJitLink call; jit__compile does it. Thread-safe. */
 jit_status_t jit__toolchain_load(const jit__toolchain_t *tc, jit__diag_t *d);
 
-/* Remember toolchain identities in DIR/toolchains.json (the first call wins; until then,
- * every toolchain is identified by loading it). Contexts call it with their cache directory. */
-void jit__toolchain_remember_in(const char *dir);
+/* Remember toolchain identities in `store` (copied; store->self must live as long as the
+ * process uses toolchains). The first store wins and 1 is returned; later calls return 0 and
+ * the caller may free what it made. Until a store is given, every toolchain is identified by
+ * loading it. api/ wires the cache of the first context here. */
+int jit__toolchain_remember_in(const jit__toolchain_store_t *store);
 
 /* The newest toolchain (among the automatic candidates and any directory loaded so far) whose
  * NVRTC version is at most major.minor, or NULL. Used when a cubin from a newer NVRTC does not
