@@ -26,6 +26,7 @@
 #include "compile.h"
 #include "device_files.h"
 #include "family.h"
+#include "ptx_check.h"
 #include "tcgen05/tc_launch.h"
 #include "tcgen05/tcgen05_gen.h"
 #include "toolchain.h"
@@ -117,23 +118,8 @@ static const char *device_text(const char *name) {
     return f->text;
 }
 
-/* A PTX line declaring a .global variable (a function or an .entry is not one). */
-static const char *global_data_line(const char *ptx) {
-    for (const char *l = ptx; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-        while (*l == ' ' || *l == '\t')
-            l++;
-        if (!strncmp(l, ".visible ", 9))
-            l += 9;
-        else if (!strncmp(l, ".extern ", 8))
-            l += 8;
-        if (!strncmp(l, ".global ", 8) || !strncmp(l, ".global\t", 8))
-            return l;
-    }
-    return NULL;
-}
-
 static void assert_no_global_data(const char *ptx, const char *what) {
-    const char *g = global_data_line(ptx);
+    const char *g = ptx_global_data_line(ptx);
     if (g) {
         const char *eol = strchr(g, '\n');
         cr_assert_fail("%s: .global data in the PTX: %.*s", what, (int)(eol ? eol - g : 80), g);
@@ -369,10 +355,10 @@ Test(codegen_tc, overlapping_accumulators_on_sm_100a, .timeout = 120) {
 /* Plan constants are enumerators and the kernel is a template: nothing may become .global data
  * (a namespace-scope constexpr under -default-device would). */
 Test(codegen_tc, no_global_data_in_the_ptx, .timeout = 300) {
-    cr_assert_not_null(global_data_line("\t.entry k(\n.visible .global .align 4 .u32 x;\n"),
+    cr_assert_not_null(ptx_global_data_line("\t.entry k(\n.visible .global .align 4 .u32 x;\n"),
                        "the detector sees a .visible .global variable");
-    cr_assert_not_null(global_data_line(".global .align 8 .b8 t[16];\n"));
-    cr_assert_null(global_data_line(".visible .entry k(\n\tld.global.u32 %r1, [%rd1];\n"),
+    cr_assert_not_null(ptx_global_data_line(".global .align 8 .b8 t[16];\n"));
+    cr_assert_null(ptx_global_data_line(".visible .entry k(\n\tld.global.u32 %r1, [%rd1];\n"),
                    "an .entry and a global load are no data");
     const jit__toolchain_t *old = pre_rubin_toolchain();
     jit__plan_t plan;
