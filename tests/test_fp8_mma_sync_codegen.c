@@ -19,6 +19,7 @@
 #include "fp8_mma_sync/mma_sync.h"
 #include "key.h"
 #include "plan.h"
+#include "ptx_check.h"
 #include "toolchain.h"
 
 static const jit_epilogue_t k_epilogues[] = {JIT_EPILOGUE_LINEAR, JIT_EPILOGUE_LINEAR_ADD,
@@ -388,6 +389,10 @@ static void compile_family(const jit__toolchain_t *tc, const char *arch, const c
             cr_expect_null(strstr(c.log, "warning"), "%s band %d %s compiles with warnings:\n%s",
                            target, band, jit_epilogue_name(k_epilogues[e]), c.log);
             cr_expect(strstr(c.ptx, ".entry jitgemm_fp8_mma_sync"));
+            /* Template parameters, not namespace-scope constants: no .global data. */
+            const char *global = ptx_global_data_line(c.ptx);
+            cr_expect_null(global, "%s band %d %s: .global data in the PTX: %.60s", target, band,
+                           jit_epilogue_name(k_epilogues[e]), global ? global : "");
             cr_expect_str_eq(c.target, target);
             if (c.registers > max_regs)
                 max_regs = c.registers;

@@ -1,7 +1,9 @@
 /*
  * The tcgen05 planner: from a block-scaled spec, a token band, an SM count and an arch profile
  * to everything the generator needs (kind, instruction shape, descriptors, SMEM and TMEM maps,
- * clusters, grid). Pure; the rules are tcgen05-facts.md 2-8 and the first source document.
+ * clusters, grid). This file holds the formats, the tile and cluster choices and the planner
+ * itself; the SMEM layout is plan_tc_smem.c, the TMEM layout plan_tc_tmem.c, the JSON form
+ * plan_tc_json.c. Pure; the rules are tcgen05-facts.md 2-8 and the first source document.
  *
  * Decisions worth knowing:
  * - FP4 x FP4 always uses kind::mxf4nvf4 (".block16" or ".block32"), MXFP4 included. That is
@@ -21,21 +23,13 @@
  */
 #include "plan_tc.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
-
-#define OPERAND_LIMIT (256u * 1024u)
 
 /* The barriers of the deepest pipeline (full/empty per stage, two accumulator pairs, two for
  * the work-ID broadcast) fit the reserved block beside the TMEM base slot. */
 _Static_assert(8 * (2 * JIT_TC_MAX_STAGES + 2 * 2 + 2) <= JIT_TC_SMEM_RESERVED - 16,
                "barriers overflow the reserved SMEM block");
-#define SF_CHUNK_BYTES 512u
-
-static uint32_t align_up(uint32_t v, uint32_t a) {
-    return a ? (v + a - 1) / a * a : v;
-}
 
 static int is_fp8(jit_dtype_t t) {
     return t == JIT_DTYPE_E4M3 || t == JIT_DTYPE_E5M2;
@@ -145,137 +139,6 @@ int jit__tc_subbyte_packed(const jit__arch_profile_t *arch, int bits) {
     return bits == 4 && arch && arch->packed_fp4_in_mixed;
 }
 
-int jit__tc_tmem_alloc_columns(int columns, int capacity) {
-    if (columns <= 0 || columns > capacity)
-        return 0;
-    int n;
-    if (columns <= 512) {
-        n = 32;
-        while (n < columns)
-            n *= 2;
-    } else {
-        n = (columns + 31) / 32 * 32;
-    }
-    return n <= capacity ? n : 0;
-}
-
-jit_status_t jit__tc_tmem_plan(int capacity, int acc_columns, int m_halves, int acc_stages,
-                               int sfa_columns, int sfb_columns, int allow_overlap, int epi_tile_n,
-                               jit__tc_tmem_plan_t *o, jit__diag_t *d) {
-    memset(o, 0, sizeof(*o));
-    if (capacity <= 0)
-        return jit__fail(d, JIT_UNSUPPORTED_ARCH, "no tensor memory on this arch");
-    if (acc_columns <= 0 || m_halves < 1 || m_halves > 2 || acc_stages < 1 || acc_stages > 2 ||
-        sfa_columns < 0 || sfb_columns < 0 || epi_tile_n <= 0)
-        return jit__fail(d, JIT_INTERNAL, "TMEM plan: bad inputs (acc %d x %d x %d, sf %d+%d)",
-                         acc_columns, m_halves, acc_stages, sfa_columns, sfb_columns);
-    int sf = sfa_columns * m_halves + sfb_columns;
-    int stage_cols = acc_columns * m_halves;
-    o->capacity = capacity;
-    o->acc_stages = acc_stages;
-    o->m_halves = m_halves;
-    o->acc_half_stride = m_halves == 2 ? acc_columns : 0;
-    o->reverse_traversal = 0;
-    o->early_release_subtile = -1;
-    o->early_release_column = -1;
-    int acc_end;
-    if (stage_cols * acc_stages + sf <= capacity) {
-        for (int s = 0; s < acc_stages; s++) {
-            o->acc[s].first_column = s * stage_cols;
-            o->acc[s].columns = stage_cols;
-        }
-        acc_end = stage_cols * acc_stages;
-    } else if (allow_overlap && acc_stages == 2 && m_halves == 1 && stage_cols + sf <= capacity) {
-        /* Stage 1 ends where the scales begin; it shares its first columns with the end of
-         * stage 0, which the epilogue therefore drains first (reverse order) and releases as
-         * soon as those sub-tiles are read. */
-        int start1 = capacity - sf - stage_cols;
-        o->acc[0].first_column = 0;
-        o->acc[0].columns = stage_cols;
-        o->acc[1].first_column = start1;
-        o->acc[1].columns = stage_cols;
-        o->overlap = 1;
-        o->overlap_columns = stage_cols - start1;
-        o->reverse_traversal = 1;
-        o->early_release_subtile = (o->overlap_columns + epi_tile_n - 1) / epi_tile_n - 1;
-        o->early_release_column = start1;
-        acc_end = capacity - sf;
-    } else {
-        return jit__fail(d, JIT_PLAN_FAILED,
-                         "TMEM plan needs %d columns (%d accumulator stage(s) of %d, scales %d), "
-                         "more than the %d this arch has%s",
-                         stage_cols * acc_stages + sf, acc_stages, stage_cols, sf, capacity,
-                         allow_overlap ? " even with overlapping stages" : "");
-    }
-    o->sfa_first_column = acc_end;
-    o->sfa_columns = sfa_columns * m_halves;
-    o->sfa_half_stride = m_halves == 2 ? sfa_columns : 0;
-    o->sfb_first_column = acc_end + o->sfa_columns;
-    o->sfb_columns = sfb_columns;
-    o->used_columns = o->sfb_first_column + sfb_columns;
-    o->allocated_columns = jit__tc_tmem_alloc_columns(o->used_columns, capacity);
-    if (!o->allocated_columns)
-        return jit__fail(d, JIT_PLAN_FAILED,
-                         "TMEM plan uses %d columns, which cannot be allocated within %d",
-                         o->used_columns, capacity);
-    return JIT_OK;
-}
-
-int jit__tc_stage_count(uint32_t cap, uint32_t reserved, uint32_t c_bytes, uint32_t per_stage) {
-    if (per_stage == 0 || cap < reserved + c_bytes)
-        return 0;
-    return (int)((cap - reserved - c_bytes) / per_stage);
-}
-
-static int ranges_overlap(const jit__tc_smem_buffer_t *x, const jit__tc_smem_buffer_t *y) {
-    if (x->size == 0 || y->size == 0)
-        return 0;
-    return x->offset < y->offset + y->size && y->offset < x->offset + x->size;
-}
-
-jit_status_t jit__tc_smem_check(const jit__tc_smem_plan_t *m, const jit__arch_profile_t *arch,
-                                jit__diag_t *d) {
-    for (int i = 0; i < m->n_buffers; i++) {
-        const jit__tc_smem_buffer_t *b = &m->buffers[i];
-        if (b->size == 0)
-            continue;
-        if (b->size != b->stage_bytes * (uint32_t)b->count)
-            return jit__fail(d, JIT_INTERNAL, "SMEM buffer %s: size %u != %d x %u", b->name,
-                             b->size, b->count, b->stage_bytes);
-        /* Every stage base, not only the first: a stage size that is not a multiple of the
-         * swizzle repeat silently shifts the pattern of every later stage. */
-        for (int s = 0; s < b->count; s++) {
-            uint32_t base = b->offset + (uint32_t)s * b->stage_bytes;
-            if (b->align && base % b->align != 0)
-                return jit__fail(d, JIT_PLAN_FAILED,
-                                 "SMEM buffer %s stage %d at %u is not %u-byte aligned", b->name, s,
-                                 base, b->align);
-        }
-        uint32_t end = b->offset + b->size;
-        if (end > m->bytes)
-            return jit__fail(d, JIT_PLAN_FAILED, "SMEM buffer %s ends at %u, past the %u planned",
-                             b->name, end, m->bytes);
-        if (b->mma_operand && end > OPERAND_LIMIT)
-            return jit__fail(d, JIT_PLAN_FAILED,
-                             "SMEM buffer %s ends at %u: MMA and tcgen05.cp operands must stay "
-                             "below 256 KiB (14-bit descriptor address)",
-                             b->name, end);
-        if (b->cp_async_dest && arch && arch->cp_async_cg_limit && end > arch->cp_async_cg_limit)
-            return jit__fail(d, JIT_PLAN_FAILED,
-                             "SMEM buffer %s ends at %u: cp.async.cg destinations must stay "
-                             "below %u on %s",
-                             b->name, end, arch->cp_async_cg_limit, arch->name);
-        for (int j = 0; j < i; j++)
-            if (ranges_overlap(b, &m->buffers[j]))
-                return jit__fail(d, JIT_PLAN_FAILED, "SMEM buffers %s and %s overlap",
-                                 m->buffers[j].name, b->name);
-    }
-    if (arch && m->bytes > arch->smem_per_cta)
-        return jit__fail(d, JIT_PLAN_FAILED, "plan needs %u bytes of shared memory, %s allows %u",
-                         m->bytes, arch->name, arch->smem_per_cta);
-    return JIT_OK;
-}
-
 jit_status_t jit__tc_check_fallback_groups(int fallback_clusters, int split_factor,
                                            jit__diag_t *d) {
     if (split_factor < 1 || split_factor > 16 || (split_factor & (split_factor - 1)) != 0)
@@ -287,20 +150,6 @@ jit_status_t jit__tc_check_fallback_groups(int fallback_clusters, int split_fact
                          "member would wait forever for its partner",
                          fallback_clusters, split_factor);
     return JIT_OK;
-}
-
-void jit__tc_sf_slot(const jit__tc_plan_t *tc, int which, int k_instr, int *column,
-                     unsigned *sf_id) {
-    int rb = which ? tc->sfb_row_blocks : 1;
-    int first = k_instr * tc->sf_per_instr;
-    *column = (first / 4) * rb * 4;
-    /* Fewer than 4 scales per instruction share a 32-bit word: the ID picks the byte. */
-    *sf_id = tc->sf_per_instr < 4 ? (unsigned)(first % 4) : 0u;
-}
-
-int jit__tc_sf_chunk_column(const jit__tc_plan_t *tc, int which, int mn, int kc) {
-    int rb = which ? tc->sfb_row_blocks : 1;
-    return (kc * rb + mn) * 4;
 }
 
 /* ---- the planner ------------------------------------------------------------------------- */
@@ -343,89 +192,6 @@ static void set_operand(jit__tc_operand_t *op, jit_dtype_t t, jit__tc_kind_t kin
     op->align = jit__tc_swizzle_repeat_bytes(op->swizzle);
     op->sbo = 8u * (op->row_bytes >= 128 ? 128u : op->row_bytes);
     op->lbo = 16; /* unused for swizzled K-major layouts; 1 by convention */
-}
-
-static void set_buffer(jit__tc_smem_buffer_t *b, const char *name, uint32_t *off,
-                       uint32_t stage_bytes, int count, uint32_t align, int mma_operand) {
-    *off = align_up(*off, align);
-    b->name = name;
-    b->offset = *off;
-    b->stage_bytes = stage_bytes;
-    b->count = count;
-    b->size = stage_bytes * (uint32_t)count;
-    b->align = align;
-    b->mma_operand = mma_operand;
-    b->cp_async_dest = 0; /* every operand of this kernel arrives by TMA */
-    *off += b->size;
-}
-
-static void layout_smem(jit__tc_plan_t *tc, int stages, int acc_stages) {
-    jit__tc_smem_plan_t *m = &tc->smem;
-    jit__tc_smem_buffer_t *b = m->buffers;
-    uint32_t off = 0;
-    m->stages = stages;
-    m->n_buffers = JIT_TC_BUF_COUNT;
-    m->n_barriers = 2 * stages + 2 * acc_stages + 2;
-    /* The reserved KiB: the mbarriers first, the rest of the block free for small metadata (a
-     * work-ID ring), and the TMEM base slot in its last 16 bytes. */
-    set_buffer(&b[JIT_TC_BUF_BARRIERS], "barriers", &off, JIT_TC_SMEM_RESERVED - 16u, 1, 8, 0);
-    set_buffer(&b[JIT_TC_BUF_TMEM_PTR], "tmem_ptr", &off, 16, 1, 16, 0);
-    set_buffer(&b[JIT_TC_BUF_A], "a", &off, tc->a.stage_bytes, stages, tc->a.align, 1);
-    set_buffer(&b[JIT_TC_BUF_B], "b", &off, tc->b.stage_bytes, stages, tc->b.align, 1);
-    set_buffer(&b[JIT_TC_BUF_SFA], "sfa", &off, tc->sfa_stage_bytes, stages, 128, 1);
-    set_buffer(&b[JIT_TC_BUF_SFB], "sfb", &off, tc->sfb_stage_bytes, stages, 128, 1);
-    m->operand_end = off;
-    set_buffer(&b[JIT_TC_BUF_C], "c", &off, m->c_bytes / (uint32_t)m->c_stages, m->c_stages, 1024,
-               0);
-    m->bytes = off;
-}
-
-static jit_status_t plan_smem(jit__tc_plan_t *tc, const jit__arch_profile_t *arch, int acc_stages,
-                              jit__diag_t *d) {
-    jit__tc_smem_plan_t *m = &tc->smem;
-    m->cap = arch->smem_per_cta;
-    m->per_stage_bytes =
-        tc->a.stage_bytes + tc->b.stage_bytes + tc->sfa_stage_bytes + tc->sfb_stage_bytes;
-    int by_smem = jit__tc_stage_count(m->cap, JIT_TC_SMEM_RESERVED, m->c_bytes, m->per_stage_bytes);
-    int by_operand =
-        jit__tc_stage_count(OPERAND_LIMIT, JIT_TC_SMEM_RESERVED, 0, m->per_stage_bytes);
-    int s = by_smem < by_operand ? by_smem : by_operand;
-    if (s > JIT_TC_MAX_STAGES)
-        s = JIT_TC_MAX_STAGES;
-    /* The formula ignores alignment padding; the real layout decides. */
-    for (; s >= 2; s--) {
-        layout_smem(tc, s, acc_stages);
-        if (m->bytes <= m->cap && m->operand_end <= OPERAND_LIMIT)
-            break;
-    }
-    if (s < 2)
-        return jit__fail(d, JIT_PLAN_FAILED,
-                         "a %u-byte pipeline stage (A %u, B %u, SFA %u, SFB %u) plus %u bytes of "
-                         "epilogue staging leaves room for fewer than 2 stages in %s's %u bytes",
-                         m->per_stage_bytes, tc->a.stage_bytes, tc->b.stage_bytes,
-                         tc->sfa_stage_bytes, tc->sfb_stage_bytes, m->c_bytes, arch->name, m->cap);
-    if (s == JIT_TC_MAX_STAGES)
-        m->stage_limit = JIT_TC_STAGES_BY_MAX;
-    else if (m->bytes + m->per_stage_bytes <= m->cap)
-        m->stage_limit = JIT_TC_STAGES_BY_OPERAND_256K;
-    else
-        m->stage_limit = JIT_TC_STAGES_BY_SMEM;
-    jit_status_t st = jit__tc_smem_check(m, arch, d);
-    if (st != JIT_OK)
-        return st;
-    /* The descriptors of every A and B stage must be representable with base offset 0. */
-    const jit__tc_operand_t *ops[2] = {&tc->a, &tc->b};
-    const int bufs[2] = {JIT_TC_BUF_A, JIT_TC_BUF_B};
-    for (int i = 0; i < 2; i++) {
-        const jit__tc_smem_buffer_t *b = &m->buffers[bufs[i]];
-        for (int k = 0; k < b->count; k++) {
-            st = jit__tc_smem_desc_check(b->offset + (uint32_t)k * b->stage_bytes, ops[i]->lbo,
-                                         ops[i]->sbo, ops[i]->swizzle, 0, d);
-            if (st != JIT_OK)
-                return st;
-        }
-    }
-    return JIT_OK;
 }
 
 static int has_cluster_tmem_extra(const jit__arch_profile_t *arch) {
@@ -582,8 +348,9 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
     set_operand(&tc->b, spec->b, f.kind, tc->cta_rows_b, tile_k, tc->instr_k, arch);
     tc->packed_fp4 = f.kind == JIT_TC_KIND_MXF8F6F4 && (tc->a.storage == JIT_TC_STORE_FP4_PACKED ||
                                                         tc->b.storage == JIT_TC_STORE_FP4_PACKED);
-    tc->sfa_stage_bytes = (uint32_t)(tc->cta_rows_a / 128 * tc->sfa_chunks_k) * SF_CHUNK_BYTES;
-    tc->sfb_stage_bytes = (uint32_t)(tc->sfb_row_blocks * tc->sfa_chunks_k) * SF_CHUNK_BYTES;
+    tc->sfa_stage_bytes =
+        (uint32_t)(tc->cta_rows_a / 128 * tc->sfa_chunks_k) * JIT_TC_SF_CHUNK_BYTES;
+    tc->sfb_stage_bytes = (uint32_t)(tc->sfb_row_blocks * tc->sfa_chunks_k) * JIT_TC_SF_CHUNK_BYTES;
     tc->expect_tx_bytes = (uint32_t)tc->a.rows * tc->a.gmem_row_bytes +
                           (uint32_t)tc->b.rows * tc->b.gmem_row_bytes + tc->sfa_stage_bytes +
                           tc->sfb_stage_bytes;
@@ -613,7 +380,7 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
                            sfb_cols, !has_cluster_tmem_extra(arch), epi, &tc->tmem, d);
     if (st != JIT_OK)
         return st;
-    st = plan_smem(tc, arch, acc_stages, d);
+    st = jit__tc_plan_smem(tc, arch, acc_stages, d);
     if (st != JIT_OK)
         return st;
 
@@ -676,237 +443,4 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
 jit_status_t jit__plan_tc_make(const jit__gemm_spec_t *spec, int token_band, int sm_count,
                                const jit__arch_profile_t *arch, jit__plan_t *plan, jit__diag_t *d) {
     return jit__plan_tc_make_variant(spec, token_band, sm_count, arch, NULL, plan, d);
-}
-
-/* ---- JSON -------------------------------------------------------------------------------- */
-
-static json_t *hex32(uint32_t v) {
-    char buf[16];
-    snprintf(buf, sizeof(buf), "0x%08X", v);
-    return json_string(buf);
-}
-
-static json_t *hex64(uint64_t v) {
-    char buf[24];
-    snprintf(buf, sizeof(buf), "0x%016llX", (unsigned long long)v);
-    return json_string(buf);
-}
-
-static const char *storage_name(jit__tc_operand_storage_t s) {
-    switch (s) {
-    case JIT_TC_STORE_8BIT:
-        return "8bit";
-    case JIT_TC_STORE_FP4_PACKED:
-        return "fp4_packed";
-    case JIT_TC_STORE_FP4_UNPACKED:
-        return "fp4_unpacked_16u4_align16b";
-    default:
-        return "?";
-    }
-}
-
-static const char *tma_type_name(jit__tc_tma_type_t t) {
-    switch (t) {
-    case JIT_TC_TMA_UINT8:
-        return "UINT8";
-    case JIT_TC_TMA_16U4_ALIGN16B:
-        return "16U4_ALIGN16B";
-    case JIT_TC_TMA_UINT16:
-        return "UINT16";
-    default:
-        return "?";
-    }
-}
-
-static const char *stage_limit_name(jit__tc_stage_limit_t l) {
-    switch (l) {
-    case JIT_TC_STAGES_BY_SMEM:
-        return "smem_capacity";
-    case JIT_TC_STAGES_BY_OPERAND_256K:
-        return "operands_below_256k";
-    case JIT_TC_STAGES_BY_MAX:
-        return "max_stages";
-    default:
-        return "?";
-    }
-}
-
-static json_t *operand_json(const jit__tc_operand_t *op, uint32_t offset) {
-    json_t *o = json_object();
-    json_object_set_new(o, "dtype", json_string(jit_dtype_name(op->dtype)));
-    json_object_set_new(o, "format_code", json_integer(op->format_code));
-    json_object_set_new(o, "storage", json_string(storage_name(op->storage)));
-    json_object_set_new(o, "tma_type", json_string(tma_type_name(op->tma_type)));
-    json_object_set_new(o, "rows", json_integer(op->rows));
-    json_object_set_new(o, "row_bytes", json_integer(op->row_bytes));
-    json_object_set_new(o, "gmem_row_bytes", json_integer(op->gmem_row_bytes));
-    json_object_set_new(o, "stage_bytes", json_integer(op->stage_bytes));
-    json_object_set_new(o, "box_inner_bytes", json_integer(op->box_inner_bytes));
-    json_object_set_new(o, "swizzle", json_string(jit__tc_swizzle_name(op->swizzle)));
-    json_object_set_new(o, "lbo", json_integer(op->lbo));
-    json_object_set_new(o, "sbo", json_integer(op->sbo));
-    json_object_set_new(o, "align", json_integer(op->align));
-    json_object_set_new(o, "k_step_bytes", json_integer(op->k_step_bytes));
-    json_object_set_new(o, "multicast", json_boolean(op->multicast));
-    json_object_set_new(o, "desc_stage0",
-                        hex64(jit__tc_smem_desc(offset, op->lbo, op->sbo, op->swizzle, 0)));
-    return o;
-}
-
-static json_t *pair_or_null(int m, int n) {
-    return m ? json_pack("[ii]", m, n) : json_null();
-}
-
-int jit__plan_tc_to_json(const jit__plan_t *plan, void *json_obj) {
-    json_t *o = (json_t *)json_obj;
-    const jit__tc_plan_t *tc = jit__tc_of(plan);
-    if (!o || !tc->valid)
-        return -1;
-    char instr[160];
-    snprintf(instr, sizeof(instr), "tcgen05.mma.cta_group::%d.kind::%s.block_scale%s%s",
-             tc->cta_group, jit__tc_kind_name(tc->kind), tc->kind_suffix,
-             tc->breuse ? ".collector::b::{fill,lastuse}" : "");
-    int rc = 0;
-    rc |= json_object_set_new(o, "kind", json_string(jit__tc_kind_name(tc->kind)));
-    rc |= json_object_set_new(o, "kind_suffix", json_string(tc->kind_suffix));
-    rc |= json_object_set_new(o, "instruction", json_string(instr));
-    rc |= json_object_set_new(
-        o, "format",
-        json_string(jit__tc_format_name(plan->spec.a, plan->spec.b, plan->spec.scales)));
-    rc |= json_object_set_new(
-        o, "instr", json_pack("{sisisi}", "m", tc->instr_m, "n", tc->instr_n, "k", tc->instr_k));
-    rc |= json_object_set_new(o, "instrs_per_tile_k", json_integer(tc->instrs_per_tile_k));
-    rc |= json_object_set_new(o, "cta_group", json_integer(tc->cta_group));
-    rc |= json_object_set_new(o, "breuse", json_boolean(tc->breuse));
-    rc |= json_object_set_new(o, "utccp_interleaved", json_boolean(tc->utccp_interleaved));
-    rc |= json_object_set_new(o, "cta_rows",
-                              json_pack("{sisi}", "a", tc->cta_rows_a, "b", tc->cta_rows_b));
-
-    jit__tc_idesc_fields_t f;
-    jit__tc_idesc_decode(tc->idesc, tc->kind, plan->arch, &f);
-    rc |= json_object_set_new(o, "idesc", hex32(tc->idesc));
-    json_t *fj = json_object();
-    json_object_set_new(fj, "sparse", json_integer(f.sparse));
-    json_object_set_new(fj, "k_size_upper", json_integer(f.k_size_hi));
-    json_object_set_new(fj, "b_sf_id", json_integer(f.sfb_id));
-    json_object_set_new(fj, "a_format", json_integer(f.a_format));
-    json_object_set_new(fj, "b_format", json_integer(f.b_format));
-    json_object_set_new(fj, "negate_a", json_integer(f.negate_a));
-    json_object_set_new(fj, "negate_b", json_integer(f.negate_b));
-    json_object_set_new(fj, "a_major", json_integer(f.a_major));
-    json_object_set_new(fj, "b_major", json_integer(f.b_major));
-    json_object_set_new(fj, "n_dim", json_integer(f.n_shr3));
-    json_object_set_new(fj, "scale_format", json_integer(f.scale_format));
-    json_object_set_new(fj, "m_dim", json_integer(f.m_shr7));
-    json_object_set_new(fj, "a_sf_id", json_integer(f.sfa_id));
-    json_object_set_new(fj, "k_size", json_integer(f.k_size_lo));
-    json_object_set_new(fj, "m", json_integer(f.m));
-    json_object_set_new(fj, "n", json_integer(f.n));
-    json_object_set_new(fj, "k", json_integer(f.k));
-    rc |= json_object_set_new(o, "idesc_fields", fj);
-    rc |= json_object_set_new(o, "a_format_code", json_integer(tc->a.format_code));
-    rc |= json_object_set_new(o, "b_format_code", json_integer(tc->b.format_code));
-    rc |= json_object_set_new(o, "scale_format",
-                              json_string(jit__tc_sf_format_name(tc->scale_format)));
-    rc |= json_object_set_new(o, "scale_format_code", json_integer(tc->scale_format));
-    rc |= json_object_set_new(o, "sf_vec", json_integer(tc->sf_vec));
-    rc |= json_object_set_new(o, "sf_per_instr", json_integer(tc->sf_per_instr));
-    rc |= json_object_set_new(o, "packed_fp4", json_boolean(tc->packed_fp4));
-    rc |= json_object_set_new(o, "fp6_packed", json_boolean(tc->fp6_packed));
-
-    const jit__tc_smem_plan_t *m = &tc->smem;
-    json_t *ops = json_object();
-    json_object_set_new(ops, "a", operand_json(&tc->a, m->buffers[JIT_TC_BUF_A].offset));
-    json_object_set_new(ops, "b", operand_json(&tc->b, m->buffers[JIT_TC_BUF_B].offset));
-    json_t *sfj = json_object();
-    json_object_set_new(sfj, "sfa_chunks_k", json_integer(tc->sfa_chunks_k));
-    json_object_set_new(sfj, "sfb_row_blocks", json_integer(tc->sfb_row_blocks));
-    json_object_set_new(sfj, "sfa_stage_bytes", json_integer(tc->sfa_stage_bytes));
-    json_object_set_new(sfj, "sfb_stage_bytes", json_integer(tc->sfb_stage_bytes));
-    json_object_set_new(sfj, "chunk_bytes", json_integer(SF_CHUNK_BYTES));
-    json_object_set_new(sfj, "tma_type", json_string(tma_type_name(tc->sf_tma_type)));
-    json_object_set_new(sfj, "utccp_desc_sfa_stage0",
-                        hex64(jit__tc_smem_desc(m->buffers[JIT_TC_BUF_SFA].offset, 128, 128,
-                                                JIT_TC_SWIZZLE_NONE, 0)));
-    json_object_set_new(ops, "sf", sfj);
-    rc |= json_object_set_new(o, "operands", ops);
-    rc |= json_object_set_new(o, "expect_tx_bytes", json_integer(tc->expect_tx_bytes));
-
-    json_t *bufs = json_array();
-    for (int i = 0; i < m->n_buffers; i++) {
-        const jit__tc_smem_buffer_t *b = &m->buffers[i];
-        json_array_append_new(
-            bufs, json_pack("{sssIsIsIsisIsbsb}", "name", b->name, "offset", (json_int_t)b->offset,
-                            "size", (json_int_t)b->size, "stage_bytes", (json_int_t)b->stage_bytes,
-                            "count", b->count, "align", (json_int_t)b->align, "mma_operand",
-                            b->mma_operand, "cp_async_dest", b->cp_async_dest));
-    }
-    json_t *sj = json_object();
-    json_object_set_new(sj, "stages", json_integer(m->stages));
-    json_object_set_new(sj, "stage_limit", json_string(stage_limit_name(m->stage_limit)));
-    json_object_set_new(sj, "bytes", json_integer(m->bytes));
-    json_object_set_new(sj, "cap", json_integer(m->cap));
-    json_object_set_new(sj, "per_stage_bytes", json_integer(m->per_stage_bytes));
-    json_object_set_new(sj, "c_bytes", json_integer(m->c_bytes));
-    json_object_set_new(sj, "c_stages", json_integer(m->c_stages));
-    json_object_set_new(sj, "epi_tile_n", json_integer(m->epi_tile_n));
-    json_object_set_new(sj, "operand_end", json_integer(m->operand_end));
-    json_object_set_new(sj, "n_barriers", json_integer(m->n_barriers));
-    json_object_set_new(sj, "buffers", bufs);
-    rc |= json_object_set_new(o, "smem", sj);
-
-    const jit__tc_tmem_plan_t *t = &tc->tmem;
-    json_t *accs = json_array();
-    for (int s = 0; s < t->acc_stages; s++)
-        json_array_append_new(accs,
-                              json_pack("{sisisi}", "stage", s, "first_column",
-                                        t->acc[s].first_column, "columns", t->acc[s].columns));
-    json_t *tj = json_object();
-    json_object_set_new(tj, "capacity", json_integer(t->capacity));
-    json_object_set_new(tj, "used_columns", json_integer(t->used_columns));
-    json_object_set_new(tj, "allocated_columns", json_integer(t->allocated_columns));
-    json_object_set_new(tj, "acc_stages", json_integer(t->acc_stages));
-    json_object_set_new(tj, "m_halves", json_integer(t->m_halves));
-    json_object_set_new(tj, "acc_half_stride", json_integer(t->acc_half_stride));
-    json_object_set_new(tj, "accumulators", accs);
-    json_object_set_new(tj, "overlap", json_boolean(t->overlap));
-    json_object_set_new(tj, "overlap_columns", json_integer(t->overlap_columns));
-    json_object_set_new(tj, "reverse_traversal", json_boolean(t->reverse_traversal));
-    json_object_set_new(tj, "early_release_subtile", json_integer(t->early_release_subtile));
-    json_object_set_new(tj, "early_release_column", json_integer(t->early_release_column));
-    json_object_set_new(tj, "sfa",
-                        json_pack("{sisisi}", "first_column", t->sfa_first_column, "columns",
-                                  t->sfa_columns, "half_stride", t->sfa_half_stride));
-    json_object_set_new(
-        tj, "sfb",
-        json_pack("{sisi}", "first_column", t->sfb_first_column, "columns", t->sfb_columns));
-    rc |= json_object_set_new(o, "tmem", tj);
-
-    const jit__tc_grid_t *g = &tc->grid;
-    rc |= json_object_set_new(
-        o, "cluster",
-        json_pack("{sososi}", "preferred", pair_or_null(tc->cluster_m, tc->cluster_n), "fallback",
-                  pair_or_null(tc->fallback_cluster_m, tc->fallback_cluster_n), "split_factor",
-                  g->split_factor));
-    json_t *gj = json_object();
-    int64_t n = plan->spec.n;
-    json_object_set_new(gj, "x_tiles", json_integer((n + plan->tile_n - 1) / plan->tile_n));
-    json_object_set_new(gj, "policy", json_string("persistent"));
-    json_object_set_new(gj, "launch", json_pack("[iii]", g->x, g->y, g->z));
-    json_object_set_new(gj, "ctas_per_sm", json_integer(g->ctas_per_sm));
-    json_object_set_new(gj, "fallback_capacity", json_integer(g->fallback_capacity));
-    json_object_set_new(gj, "preferred_clusters", json_integer(g->preferred_clusters));
-    json_object_set_new(gj, "fallback_clusters", json_integer(g->fallback_clusters));
-    json_object_set_new(gj, "fallback_groups_whole", json_boolean(g->fallback_groups_whole));
-    rc |= json_object_set_new(o, "grid", gj);
-
-    rc |= json_object_set_new(o, "warp_roles",
-                              json_pack("{sisisisi}", "first_epilogue", tc->first_epilogue_warp,
-                                        "epilogue_count", tc->epilogue_warps, "mma", tc->mma_warp,
-                                        "tma", tc->tma_warp));
-    rc |= json_object_set_new(o, "tma_warps", json_integer(tc->tma_warps));
-    rc |= json_object_set_new(o, "circular_desc", json_boolean(tc->circular_desc));
-    rc |= json_object_set_new(o, "mid_tile_release", json_boolean(tc->mid_tile_release));
-    rc |= json_object_set_new(o, "ptx_version_min", json_string(tc->ptx_version_min));
-    return rc ? -1 : 0;
 }

@@ -89,6 +89,8 @@ typedef enum jit__tc_stage_limit {
 } jit__tc_stage_limit_t;
 #define JIT_TC_MAX_STAGES 16
 #define JIT_TC_SMEM_RESERVED 1024u /* barriers + TMEM pointer slot, counted as one block */
+/* One 512-byte scale-factor chunk: 32 lines of 16 bytes, the unit of TMA, UTCCP and TMEM. */
+#define JIT_TC_SF_CHUNK_BYTES 512u
 
 typedef struct jit__tc_smem_plan {
     int stages;
@@ -194,25 +196,24 @@ typedef struct jit__tc_variant {
 _Static_assert(sizeof(jit__tc_plan_t) <= JIT_PLAN_PAYLOAD_BYTES, "tcgen05 plan payload");
 
 /* The tcgen05 payload of a plan of this family (const in, const out). */
-#define jit__tc_of(plan)                                                                        \
+#define jit__tc_of(plan)                                                                           \
     _Generic((plan),                                                                            \
         const jit__plan_t *: (const jit__tc_plan_t *)(const void *)(plan)->payload.bytes,     \
         jit__plan_t *: (jit__tc_plan_t *)(void *)(plan)->payload.bytes)
 
 /* Plan a block-scaled GEMM for tcgen05. Fills plan->family, tile_*, stages, threads,
- * smem_bytes, persistent = 1, cluster fields and the payload (jit__tc_of); the caller has set nothing
- * else it relies on. JIT_UNSUPPORTED_ARCH on an arch without tcgen05 ("block-scaled <format>
- * is not supported on <arch> yet"), JIT_UNSUPPORTED for an illegal format combination,
+ * smem_bytes, persistent = 1, cluster fields and the payload (jit__tc_of); the caller has set
+ * nothing else it relies on. JIT_UNSUPPORTED_ARCH on an arch without tcgen05 ("block-scaled
+ * <format> is not supported on <arch> yet"), JIT_UNSUPPORTED for an illegal format combination,
  * JIT_INVALID_SHAPE for N/K the kernel cannot tile, JIT_PLAN_FAILED when SMEM or TMEM does not
  * fit. Pure. */
 jit_status_t jit__plan_tc_make(const jit__gemm_spec_t *spec, int token_band, int sm_count,
-                               const jit__arch_profile_t *arch, jit__plan_t *plan,
-                               jit__diag_t *d);
+                               const jit__arch_profile_t *arch, jit__plan_t *plan, jit__diag_t *d);
 
 /* The same with parts of the variant forced; an illegal forced variant is an error (e.g.
  * B-reuse off sm_107a, JIT_UNSUPPORTED_ARCH), never a silently different plan. */
-jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_band,
-                                       int sm_count, const jit__arch_profile_t *arch,
+jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_band, int sm_count,
+                                       const jit__arch_profile_t *arch,
                                        const jit__tc_variant_t *variant, jit__plan_t *plan,
                                        jit__diag_t *d);
 
@@ -248,6 +249,10 @@ jit_status_t jit__tc_tmem_plan(int capacity, int acc_columns, int m_halves, int 
                                jit__tc_tmem_plan_t *out, jit__diag_t *d);
 
 /* Stage count of the SMEM budget formula: (cap - reserved - c_bytes) / per_stage, 0 if none. */
+/* plan_tc_smem.c: the stage count and SMEM layout of `tc` (operands already set), checked. */
+jit_status_t jit__tc_plan_smem(jit__tc_plan_t *tc, const jit__arch_profile_t *arch, int acc_stages,
+                               jit__diag_t *d);
+
 int jit__tc_stage_count(uint32_t cap, uint32_t reserved, uint32_t c_bytes, uint32_t per_stage);
 
 /* Check every buffer of an SMEM map: base alignment, no overlap, MMA/UTCCP operands below

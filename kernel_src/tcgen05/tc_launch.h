@@ -6,7 +6,7 @@
  * cuLaunchKernelEx, grid sized by floor division from occupancy).
  *
  * No Blackwell or Rubin GPU exists where this was written: everything here is built and checked
- * statically (tests/test_codegen_tc.c drives it with a recording driver table); it has never
+ * statically (tests/test_tcgen05_codegen.c drives it with a recording driver table); it has never
  * launched a kernel.
  *
  * Tensor-map geometry lives here and nowhere else: the generator asks the same functions for

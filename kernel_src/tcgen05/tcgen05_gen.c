@@ -1,21 +1,18 @@
 /*
  * jit__gen_tcgen05: the persistent, warp-specialized block-scaled GEMM for tcgen05 targets
- * (sm_100a, sm_103a, sm_107a), as one self-contained CUDA C translation unit.
- *
- * Layout of the generated source: a header comment (key text and plan), types, the plan as
- * named constexpr constants, the parameter block (checked against kernel_src/tc_launch.h with
- * static_asserts), the inline-PTX wrappers (tcgen05_ptx.c), the role functions
- * (tcgen05_roles.c) and the kernel entry, which sets up barriers and TMEM, dispatches warps to
- * roles and tears down. The generator reads numbers from the plan; the few structural choices
- * it makes (multicast code, overlapping accumulators, B-reuse MMAs, the epilogue kind) follow
- * plan fields, never the arch name.
+ * (sm_100a, sm_103a, sm_107a). The kernel is device code in kernel_src/tcgen05/device/ (*.cuh)
+ * (the template Tcgen05Kernel<P>) on the building blocks of kernel_src/device/; this file checks
+ * the plan and writes what varies per plan: a header comment (key text and plan), one include,
+ * the plan as the enumerators of struct TcPlan, static_asserts that tie the template's K-block
+ * schedule and the parameter block to the host's values, and the extern "C" entry point. The
+ * structural choices (multicast code, overlapping accumulators, B-reuse MMAs, the epilogue kind,
+ * collector hints) are TcPlan constants the template branches on with `if constexpr`; they
+ * follow plan fields, never the arch name.
  *
  * Nothing generated here has run: no Blackwell or Rubin GPU was available. It is compiled by
  * ptxas (through nvJitLink) for every target in the compile matrix and checked statically.
  */
 #include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "tc_launch.h"
@@ -215,22 +212,21 @@ static void emit_header(const jit__tcg_t *g) {
             " */\n\n");
 }
 
-static void emit_types(const jit__tcg_t *g) {
-    jit__sb_append(g->sb, "typedef unsigned short u16;\n"
-                          "typedef unsigned int u32;\n"
-                          "typedef unsigned long long u64;\n\n");
-}
-
-/* The plan's numbers are enumerators, not constexpr variables: NVRTC's -default-device turns a
- * namespace-scope constexpr into a __device__ global (PTX .global), and an unused one warns. */
+/* The plan's numbers are enumerators of TcPlan, never constexpr variables: NVRTC's
+ * -default-device turns a namespace-scope constexpr (or an ODR-used static constexpr member)
+ * into a __device__ global (PTX .global data), and enumerators never become one. */
 static void constant(jit__sb_t *sb, const char *name, unsigned long long v, const char *why) {
     if (why)
-        jit__sb_printf(sb, "    %s = %llu, /* %s */\n", name, v, why);
+        jit__sb_printf(sb, "        %s = %llu, /* %s */\n", name, v, why);
     else
-        jit__sb_printf(sb, "    %s = %llu,\n", name, v);
+        jit__sb_printf(sb, "        %s = %llu,\n", name, v);
 }
 
-static void emit_constants(const jit__tcg_t *g) {
+static void emit_includes(const jit__tcg_t *g) {
+    jit__sb_append(g->sb, "#include \"tcgen05/device/kernel.cuh\"\n\n");
+}
+
+static void emit_plan(const jit__tcg_t *g) {
     const jit__plan_t *p = g->plan;
     const jit__tc_plan_t *tc = g->tc;
     const jit__tc_smem_buffer_t *b = tc->smem.buffers;
@@ -240,9 +236,29 @@ static void emit_constants(const jit__tcg_t *g) {
     jit__tc_c_layout_t cl;
     jit__tc_c_layout(p, &cl, NULL);
 
-    jit__sb_append(sb, "/* ---- the plan "
-                       "------------------------------------------------------------------ */\n\n");
-    jit__sb_append(sb, "/* shape and pipeline */\nenum : u32 {\n");
+    jit__sb_append(sb,
+                   "/* The plan: every number and structural choice the kernel template reads. */\n"
+                   "struct TcPlan {\n");
+    jit__sb_append(sb, "    /* structure */\n    enum : int {\n");
+    jit__sb_printf(sb, "        KIND = sm100::KIND_%s,\n",
+                   tc->kind == JIT_TC_KIND_MXF8F6F4 ? "MXF8F6F4"
+                   : tc->kind == JIT_TC_KIND_MXF4   ? "MXF4"
+                                                    : "MXF4NVF4");
+    constant(sb, "SF_VEC", (unsigned)tc->sf_vec, "elements per scale factor");
+    constant(sb, "COLLECTOR_B", (unsigned)g->collector_b, ".collector::b hints (PTX 9.4)");
+    constant(sb, "TMEM_EXCLUSIVE", (unsigned)g->tmem_exclusive,
+             "tcgen05.alloc.exclusive (columns > 512)");
+    constant(sb, "HAS_FALLBACK", (unsigned)g->has_fallback, "a fallback cluster shape");
+    constant(sb, "A_MULTICAST", (unsigned)tc->a.multicast, NULL);
+    constant(sb, "B_MULTICAST", (unsigned)tc->b.multicast, NULL);
+    constant(sb, "OVERLAP", (unsigned)tc->tmem.overlap, "accumulator stages share columns");
+    constant(sb, "REVERSE_DRAIN", (unsigned)(tc->tmem.overlap && tc->tmem.reverse_traversal),
+             "stage 0 drains backwards");
+    jit__sb_printf(sb, "        EPILOGUE = TC_EPI_%s,\n",
+                   p->spec.epilogue == JIT_EPILOGUE_LINEAR_ADD      ? "LINEAR_ADD"
+                   : p->spec.epilogue == JIT_EPILOGUE_LINEAR_SWIGLU ? "LINEAR_SWIGLU"
+                                                                    : "LINEAR");
+    jit__sb_append(sb, "    };\n\n    /* shape and pipeline */\n    enum : u32 {\n");
     constant(sb, "NUM_THREADS", (unsigned)p->threads, NULL);
     constant(sb, "EPI_WARP0", (unsigned)tc->first_epilogue_warp, NULL);
     constant(sb, "EPI_WARPS", 4, NULL);
@@ -256,6 +272,7 @@ static void emit_constants(const jit__tcg_t *g) {
     constant(sb, "ACC_STAGES", (unsigned)tc->tmem.acc_stages, NULL);
     constant(sb, "K_TILES", (unsigned long long)((p->spec.k + p->tile_k - 1) / p->tile_k),
              "ceil(K / tile K)");
+    constant(sb, "K_BLOCKS", (unsigned)tc->instrs_per_tile_k, "MMAs per K tile and M-half");
     constant(sb, "N_TOTAL", (unsigned long long)p->spec.n, NULL);
     constant(sb, "N_TILES_N",
              (unsigned long long)((p->spec.n + cluster_tile_n - 1) / cluster_tile_n),
@@ -269,8 +286,8 @@ static void emit_constants(const jit__tcg_t *g) {
     constant(sb, "WORK_SLOTS", JIT_TCG_WORK_SLOTS, NULL);
     constant(sb, "WORK_READERS", WORK_READERS, "per CTA: producer, MMA, 4 epilogue warps");
 
-    jit__sb_append(sb,
-                   "};\n\n/* shared memory (bytes from the 1024-aligned base) */\nenum : u32 {\n");
+    jit__sb_append(sb, "    };\n\n    /* shared memory (bytes from the 1024-aligned base) */\n"
+                       "    enum : u32 {\n");
     constant(sb, "OFF_FULL", g->bar_full, NULL);
     constant(sb, "OFF_EMPTY", g->bar_empty, NULL);
     constant(sb, "OFF_ACC_FULL", g->bar_acc_full, NULL);
@@ -291,30 +308,34 @@ static void emit_constants(const jit__tcg_t *g) {
     constant(sb, "C_STAGE", b[JIT_TC_BUF_C].stage_bytes, NULL);
     constant(sb, "C_STAGES", (unsigned)tc->smem.c_stages, NULL);
 
-    jit__sb_append(sb, "};\n\n/* TMA */\nenum : u32 {\n");
+    jit__sb_append(sb, "    };\n\n    /* TMA */\n    enum : u32 {\n");
     constant(sb, "A_BOXES", (unsigned)tc->a.boxes_per_stage, "boxes along K per stage");
     constant(sb, "A_BOX_BYTES", tc->a.box_inner_bytes, "SMEM bytes of one box row");
     constant(sb, "A_KC_TILE", (unsigned)g->a_kcoord_tile, "K coordinate per K tile");
     constant(sb, "A_KC_BOX", (unsigned)g->a_kcoord_box, NULL);
+    constant(sb, "A_K_STEP", tc->a.k_step_bytes, "SMEM bytes of A along K per MMA");
     constant(sb, "B_BOXES", (unsigned)tc->b.boxes_per_stage, NULL);
     constant(sb, "B_BOX_BYTES", tc->b.box_inner_bytes, NULL);
     constant(sb, "B_KC_TILE", (unsigned)g->b_kcoord_tile, NULL);
     constant(sb, "B_KC_BOX", (unsigned)g->b_kcoord_box, NULL);
+    constant(sb, "B_K_STEP", tc->b.k_step_bytes, NULL);
     constant(sb, "SF_CHUNKS_K", (unsigned)tc->sfa_chunks_k, "512-byte scale chunks per K tile");
     constant(sb, "EXPECT_TX", tc->expect_tx_bytes, "GMEM bytes per stage per CTA");
 
-    jit__sb_append(sb, "};\n\n/* MMA and TMEM */\nenum : u64 {\n");
-    jit__sb_printf(sb, "    A_DESC_HI = 0x%016llXull, /* LBO %u, SBO %u, swizzle %s */\n",
+    jit__sb_append(sb, "    };\n\n    /* MMA and TMEM */\n    enum : u64 {\n");
+    jit__sb_printf(sb, "        A_DESC_HI = 0x%016llXull, /* LBO %u, SBO %u, swizzle %s */\n",
                    (unsigned long long)g->a_desc_hi, tc->a.lbo, tc->a.sbo,
                    jit__tc_swizzle_name(tc->a.swizzle));
-    jit__sb_printf(sb, "    B_DESC_HI = 0x%016llXull, /* LBO %u, SBO %u, swizzle %s */\n",
+    jit__sb_printf(sb, "        B_DESC_HI = 0x%016llXull, /* LBO %u, SBO %u, swizzle %s */\n",
                    (unsigned long long)g->b_desc_hi, tc->b.lbo, tc->b.sbo,
                    jit__tc_swizzle_name(tc->b.swizzle));
-    jit__sb_printf(sb, "    SF_DESC_HI = 0x%016llXull, /* scale chunk: no swizzle */\n",
+    jit__sb_printf(sb, "        SF_DESC_HI = 0x%016llXull, /* scale chunk: no swizzle */\n",
                    (unsigned long long)g->sf_desc_hi);
-    jit__sb_printf(
-        sb, "};\nenum : u32 {\n    IDESC = 0x%08Xu, /* SF IDs 0; patched per instruction */\n",
-        tc->idesc);
+    jit__sb_printf(sb,
+                   "    };\n    enum : u32 {\n"
+                   "        IDESC = 0x%08Xu, /* SF IDs 0; patched per instruction */\n",
+                   tc->idesc);
+    constant(sb, "TMEM_COLS", (unsigned)tc->tmem.allocated_columns, "allocated TMEM columns");
     constant(sb, "ACC_COL0", (unsigned)tc->tmem.acc[0].first_column, NULL);
     constant(sb, "ACC_COL1",
              (unsigned)(tc->tmem.acc_stages > 1 ? tc->tmem.acc[1].first_column
@@ -323,8 +344,12 @@ static void emit_constants(const jit__tcg_t *g) {
     constant(sb, "ACC_HALF_STRIDE", (unsigned)tc->tmem.acc_half_stride, NULL);
     constant(sb, "SFA_COL", (unsigned)tc->tmem.sfa_first_column, NULL);
     constant(sb, "SFB_COL", (unsigned)tc->tmem.sfb_first_column, NULL);
+    constant(sb, "SFA_HALF_STRIDE", (unsigned)tc->tmem.sfa_half_stride, NULL);
+    constant(sb, "SF_PER_INSTR", (unsigned)tc->sf_per_instr, "scale factors per row per MMA");
+    constant(sb, "SFB_ROW_BLOCKS", (unsigned)tc->sfb_row_blocks, "128-row scale blocks of B");
 
-    jit__sb_append(sb, "};\n\n/* epilogue */\nenum : u32 {\n");
+    jit__sb_append(sb, "    };\n\n    /* epilogue */\n    enum : u32 {\n");
+    constant(sb, "OUT_BYTES", (unsigned)g->out_bytes, "2: BF16, 4: FP32");
     constant(sb, "EPI_ACC_COLS", (unsigned)g->epi_acc_cols, "accumulator columns per sub-tile");
     constant(sb, "EPI_SUBTILES", (unsigned)g->epi_subtiles, "per M-half");
     constant(sb, "C_SLAB", g->c_slab, "one warp's 32 rows of a C stage");
@@ -335,39 +360,67 @@ static void emit_constants(const jit__tcg_t *g) {
     if (tc->tmem.overlap)
         constant(sb, "RELEASE_AFTER", (unsigned)g->release_after,
                  "sub-tiles drained before the early release");
-    jit__sb_append(sb, "};\n\n");
+    jit__sb_append(sb, "    };\n};\n\n");
+}
+
+/* SMEM byte offset of K-block k of M-half `half` in an A stage, and of K-block k in B. */
+static uint32_t a_offset(const jit__tcg_t *g, int half, int k) {
+    const jit__tc_operand_t *op = &g->tc->a;
+    uint32_t kb = (uint32_t)k * op->k_step_bytes;
+    uint32_t box = kb / op->box_inner_bytes;
+    return ((uint32_t)half * (uint32_t)op->boxes_per_stage + box) * 128u * op->box_inner_bytes +
+           kb % op->box_inner_bytes;
+}
+
+static uint32_t b_offset(const jit__tcg_t *g, int k) {
+    const jit__tc_operand_t *op = &g->tc->b;
+    uint32_t kb = (uint32_t)k * op->k_step_bytes;
+    uint32_t box = kb / op->box_inner_bytes;
+    return box * (uint32_t)op->rows * op->box_inner_bytes + kb % op->box_inner_bytes;
+}
+
+/* Ties the template's K-block schedule to the planner's (jit__tc_sf_slot and friends), so a
+ * drift between the two fails the compile instead of reading the wrong scales. */
+static void emit_schedule_checks(const jit__tcg_t *g) {
+    const jit__tc_plan_t *tc = g->tc;
+    jit__sb_t *sb = g->sb;
+    jit__sb_append(sb, "typedef Tcgen05Kernel<TcPlan> Kernel;\n"
+                       "typedef TcMma<TcPlan> Mma;\n");
+    for (int k = 0; k < tc->instrs_per_tile_k; k++) {
+        int acol, bcol;
+        unsigned aid, bid;
+        jit__tc_sf_slot(tc, 0, k, &acol, &aid);
+        jit__tc_sf_slot(tc, 1, k, &bcol, &bid);
+        jit__sb_printf(
+            sb,
+            "static_assert(Mma::sf_column(0, %d) == %du && Mma::sf_column(1, %d) == %du "
+            "&& Mma::sf_id(%d) == %uu && Mma::sf_id(%d) == %uu, \"K-block %d scales\");\n",
+            k, acol, k, bcol, k, aid, k, bid, k);
+        jit__sb_printf(sb,
+                       "static_assert(Mma::a_offset(0, %d) == %uu && Mma::a_offset(1, %d) == %uu "
+                       "&& Mma::b_offset(%d) == %uu, \"K-block %d SMEM offsets\");\n",
+                       k, a_offset(g, 0, k), k, a_offset(g, 1, k), k, b_offset(g, k), k);
+    }
+    int last_kc = tc->sfa_chunks_k - 1, last_mn = tc->sfb_row_blocks - 1;
+    jit__sb_printf(sb,
+                   "static_assert(Mma::sf_chunk_column(0, 0, %d) == %du && "
+                   "Mma::sf_chunk_column(1, %d, %d) == %du, \"scale chunk columns\");\n",
+                   last_kc, jit__tc_sf_chunk_column(tc, 0, 0, last_kc), last_mn, last_kc,
+                   jit__tc_sf_chunk_column(tc, 1, last_mn, last_kc));
 }
 
 #define OFFSET_ASSERT(field)                                                                       \
     jit__sb_printf(g->sb,                                                                          \
-                   "static_assert(__INTADDR__(&((jg_params_t *)0)->" #field ") == %zu, "           \
-                   "\"jg_params_t." #field " moved\");\n",                                         \
+                   "static_assert(__INTADDR__(&((jitgemm_tc_params *)0)->" #field ") == %zu, "     \
+                   "\"jitgemm_tc_params." #field " moved\");\n",                                   \
                    offsetof(jit__tc_params_t, field))
 
-static void emit_params(const jit__tcg_t *g) {
-    jit__sb_append(
-        g->sb,
-        "/* The kernel's only parameter; mirrors jit__tc_params_t (kernel_src/tc_launch.h).\n"
-        " * a[1], b[1]: tensor maps for the fallback cluster shape. */\n"
-        "struct __align__(64) jg_tmap_t {\n"
-        "    u64 w[16];\n"
-        "};\n"
-        "struct jg_params_t {\n"
-        "    jg_tmap_t a[2];\n"
-        "    jg_tmap_t b[2];\n"
-        "    jg_tmap_t sfa, sfb;\n"
-        "    jg_tmap_t d;\n"
-        "    const void *residual;\n"
-        "    void *workspace;\n"
-        "    long long m;\n"
-        "    long long ld_residual;\n"
-        "    float alpha;\n"
-        "    u32 token_slots;\n"
-        "    u32 pad_[6];\n"
-        "};\n");
-    /* __INTADDR__ is the front end's constant offset: NVRTC 13.0 has no __builtin_offsetof and
-     * the source includes no <cstddef>. */
-    jit__sb_printf(g->sb, "static_assert(sizeof(jg_params_t) == %zu, \"jg_params_t size\");\n",
+/* The parameter block is declared in tcgen05/device/params.cuh; these pin it to the host's
+ * jit__tc_params_t (kernel_src/tcgen05/tc_launch.h). __INTADDR__ is the front end's constant
+ * offset: NVRTC 13.0 has no __builtin_offsetof and the source includes no <cstddef>. */
+static void emit_param_checks(const jit__tcg_t *g) {
+    jit__sb_printf(g->sb,
+                   "static_assert(sizeof(jitgemm_tc_params) == %zu, \"jitgemm_tc_params size\");\n",
                    sizeof(jit__tc_params_t));
     OFFSET_ASSERT(b);
     OFFSET_ASSERT(sfa);
@@ -383,55 +436,13 @@ static void emit_params(const jit__tcg_t *g) {
 }
 
 static void emit_entry(const jit__tcg_t *g) {
-    jit__sb_printf(
-        g->sb,
-        "/* ---- kernel ---------------------------------------------------------------------- "
-        "*/\n\n"
-        "extern \"C\" __global__ void __launch_bounds__(NUM_THREADS, 1)\n"
-        "%s(const __grid_constant__ jg_params_t p) {\n"
-        "    extern __shared__ __align__(1024) unsigned char jg_smem[];\n"
-        "    const u32 warp = threadIdx.x / 32;\n"
-        "    const jg_cta_t c = jg_cta_make(p, jg_smem);\n"
-        "    /* Swizzled tiles assume a 1024-byte-aligned base (the planner checked every offset\n"
-        "     * from it); a misaligned base would silently shift every swizzle pattern. */\n"
-        "    if (c.smem & 1023u)\n"
-        "        jg_trap();\n"
-        "    if (threadIdx.x == 0)\n"
-        "        jg_barriers_init(c);\n"
-        "    if (warp == MMA_WARP) {\n"
-        "        /* One warp allocates (with cta_group::2, one in each CTA of the pair) and gives "
-        "up\n"
-        "         * the right to allocate more at once. */\n"
-        "        jg_tmem_alloc(c.smem + OFF_TMEM_PTR);\n"
-        "        jg_tmem_relinquish();\n"
-        "    }\n"
-        "    /* Barriers and the TMEM address become visible to the whole cluster. */\n"
-        "    jg_tc_fence_before();\n"
-        "    jg_cluster_arrive();\n"
-        "    jg_cluster_wait();\n"
-        "    jg_tc_fence_after();\n"
-        "    const u32 tmem = *(const volatile u32 *)(jg_smem + OFF_TMEM_PTR);\n"
-        "    if (warp == TMA_WARP) {\n"
-        "        jg_role_producer(c, p);\n"
-        "    } else if (warp == MMA_WARP) {\n"
-        "        if (jg_elect_one())\n"
-        "            jg_role_mma(c, tmem);\n"
-        "        jg_syncwarp();\n"
-        "    } else if (warp - EPI_WARP0 < EPI_WARPS) { /* unsigned: also warp < EPI_WARP0 */\n"
-        "        jg_role_epilogue(c, p, tmem, warp %% 4);\n"
-        "    }\n"
-        "    /* No CTA leaves while a peer may still use its TMEM or arrive on its barriers. */\n"
-        "    jg_tc_fence_before();\n"
-        "    jg_cluster_arrive();\n"
-        "    jg_cluster_wait();\n"
-        "    if (warp == MMA_WARP) {\n"
-        "        jg_tc_fence_after();\n"
-        "        jg_tmem_dealloc(tmem);\n"
-        "    }\n"
-        "    if (threadIdx.x == 0)\n"
-        "        jg_workspace_exit(p);\n"
-        "}\n",
-        jit__plan_kernel_name(g->plan));
+    jit__sb_printf(g->sb,
+                   "extern \"C\" __global__ void __launch_bounds__(TcPlan::NUM_THREADS, 1)\n"
+                   "%s(const __grid_constant__ jitgemm_tc_params p) {\n"
+                   "    extern __shared__ __align__(1024) unsigned char smem[];\n"
+                   "    Kernel::run(p, smem);\n"
+                   "}\n",
+                   jit__plan_kernel_name(g->plan));
 }
 
 jit_status_t jit__gen_tcgen05(const jit__plan_t *plan, const jit__key_t *key, char **source,
@@ -446,11 +457,10 @@ jit_status_t jit__gen_tcgen05(const jit__plan_t *plan, const jit__key_t *key, ch
         return st;
     }
     emit_header(&g);
-    emit_types(&g);
-    emit_constants(&g);
-    emit_params(&g);
-    jit__tcg_emit_ptx(&g);
-    jit__tcg_emit_roles(&g);
+    emit_includes(&g);
+    emit_plan(&g);
+    emit_schedule_checks(&g);
+    emit_param_checks(&g);
     emit_entry(&g);
     if (jit__sb_failed(&sb)) {
         jit__sb_free(&sb);

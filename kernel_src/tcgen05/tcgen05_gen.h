@@ -1,8 +1,7 @@
 /*
- * Internal interface of the tcgen05 generator (family tcgen05_blockscaled), split in three files:
- * tcgen05_ptx.c emits the inline-PTX device wrappers (one per instruction), tcgen05_roles.c the
- * warp-role device functions (scheduler, TMA producer, MMA, epilogue) and tcgen05_gen.c the rest
- * of the translation unit (header comment, constants, parameter block, kernel entry).
+ * Internal interface of the tcgen05 generator (family tcgen05_blockscaled). The device code is
+ * kernel_src/tcgen05/device/ (*.cuh); tcgen05_gen.c writes the per-plan prologue (TcPlan) and the
+ * entry point that instantiates it.
  *
  * The generator decides nothing that depends on the arch or the shape: every number comes from
  * the plan (jit__tc_plan_t) or is derived from it once, here, in jit__tcg_t. The only input that
@@ -26,7 +25,7 @@
 /* Accumulator columns one tcgen05.ld.32x32b.x16 drains. */
 #define JIT_TCG_LD_COLUMNS 16
 
-/* Everything the emitters need, derived from the plan once. */
+/* Everything the generator needs, derived from the plan once. */
 typedef struct jit__tcg {
     const jit__plan_t *plan;
     const jit__tc_plan_t *tc;
@@ -72,16 +71,6 @@ typedef struct jit__tcg {
 /* Fill `g` from the plan and key, checking every invariant the emitted code relies on. */
 jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__key_t *key,
                            jit__sb_t *sb, jit__diag_t *d);
-
-/* tcgen05_ptx.c: every inline-PTX wrapper the kernel uses. */
-void jit__tcg_emit_ptx(const jit__tcg_t *g);
-
-/* tcgen05_roles.c: the per-CTA geometry helper and the four role functions. */
-void jit__tcg_emit_roles(const jit__tcg_t *g);
-
-/* The wrapper and role names, in emission order, for tests and docs. NULL-terminated. */
-extern const char *const jit__tcg_ptx_wrapper_names[];
-extern const char *const jit__tcg_role_names[];
 
 /* The source of a plan of this family. */
 jit_status_t jit__gen_tcgen05(const jit__plan_t *plan, const jit__key_t *key, char **source,

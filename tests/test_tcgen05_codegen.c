@@ -7,8 +7,9 @@
  *   system toolkit), and for sm_107a natively with NVRTC >= 13.4 (skipped with a message when
  *   none is found); a ptxas error fails, registers must be reported, spills must be zero and
  *   the plan's SMEM must fit the arch;
- * - the source spells what the plan says (kind, block-scale suffix, cta_group, collector hints,
- *   TMEM column count), its idesc and SMEM descriptor constants equal the host encoders', and
+ * - the PTX spells what the plan says (kind, block-scale suffix, cta_group, collector hints,
+ *   TMEM column count) and holds no .global data; the generated source's plan constants (idesc,
+ *   SMEM descriptors) equal the host encoders', it includes only the family's device files, and
  *   generation is deterministic;
  * - the sm_107a fallback (sm_100f cubin, sm_100a check) drops the PTX 9.4-only forms or is
  *   refused with a clear message;
@@ -23,7 +24,9 @@
 #include <string.h>
 
 #include "compile.h"
+#include "device_files.h"
 #include "family.h"
+#include "ptx_check.h"
 #include "tcgen05/tc_launch.h"
 #include "tcgen05/tcgen05_gen.h"
 #include "toolchain.h"
@@ -109,6 +112,35 @@ static const jit__toolchain_t *rubin_toolchain(void) {
     return tc;
 }
 
+static const char *device_text(const char *name) {
+    const jit__device_file_t *f = jit__device_file(name);
+    cr_assert_not_null(f, "device file %s is not embedded", name);
+    return f->text;
+}
+
+static void assert_no_global_data(const char *ptx, const char *what) {
+    const char *g = ptx_global_data_line(ptx);
+    if (g) {
+        const char *eol = strchr(g, '\n');
+        cr_assert_fail("%s: .global data in the PTX: %.*s", what, (int)(eol ? eol - g : 80), g);
+    }
+}
+
+/* The PTX of the plan's source for `target` (NVRTC -> LTO-IR -> nvJitLink -ptx, no cubin). */
+static char *ptx_of(const jit__toolchain_t *tc, const char *src, const char *target) {
+    jit__compiled_t c;
+    memset(&c, 0, sizeof(c));
+    jit__diag_t d;
+    jit__diag_init(&d);
+    jit_status_t st = jit__compile(tc, src, "tcgen05.cu", target, 0, &c, &d);
+    cr_assert_eq(st, JIT_OK, "PTX for %s: %s\n%s", target, d.msg, d.log ? d.log : "");
+    cr_assert_not_null(c.ptx);
+    char *ptx = strdup(c.ptx);
+    jit__compiled_free(&c);
+    jit__diag_clear(&d);
+    return ptx;
+}
+
 /* Compile the plan's source for `target` and hold ptxas to the rules: no error, a register
  * count, no spills, the plan's SMEM within the arch budget, the PTX ISA version it needs. */
 static void compile_checked(const jit__toolchain_t *tc, const jit__plan_t *plan, const char *target,
@@ -128,11 +160,13 @@ static void compile_checked(const jit__toolchain_t *tc, const jit__plan_t *plan,
     cr_assert_leq(smem, plan->arch->smem_per_cta, "%s: %u bytes of SMEM > %u on %s", what, smem,
                   plan->arch->smem_per_cta, plan->arch->name);
     cr_assert(strstr(c.ptx, ".entry jitgemm_tcgen05_blockscaled"), "%s", what);
+    assert_no_global_data(c.ptx, what);
     int vmaj = 0, vmin = 0, nmaj = 0, nmin = 0;
     const char *v = strstr(c.ptx, ".version ");
     cr_assert(v && sscanf(v, ".version %d.%d", &vmaj, &vmin) == 2);
     /* A fallback build needs only the .block16/.block32 spelling (PTX 8.8), not sm_107a's 9.4. */
-    cr_assert_eq(sscanf(fallback ? "8.8" : jit__tc_of(plan)->ptx_version_min, "%d.%d", &nmaj, &nmin), 2);
+    cr_assert_eq(
+        sscanf(fallback ? "8.8" : jit__tc_of(plan)->ptx_version_min, "%d.%d", &nmaj, &nmin), 2);
     cr_assert(vmaj * 10 + vmin >= nmaj * 10 + nmin, "%s: PTX %d.%d < %s", what, vmaj, vmin,
               jit__tc_of(plan)->ptx_version_min);
     jit__compiled_free(&c);
@@ -140,36 +174,62 @@ static void compile_checked(const jit__toolchain_t *tc, const jit__plan_t *plan,
     free(src);
 }
 
-/* The source spells what the plan says. */
-static void check_spellings(const jit__plan_t *plan, const char *src, int native) {
+/* The rest of the PTX line that starts with `prefix`, or NULL. */
+static const char *ptx_line(const char *ptx, const char *prefix, char *line, size_t size) {
+    const char *p = strstr(ptx, prefix);
+    if (!p)
+        return NULL;
+    const char *eol = strchr(p, '\n');
+    size_t n = eol ? (size_t)(eol - p) : strlen(p);
+    if (n >= size)
+        n = size - 1;
+    memcpy(line, p, n);
+    line[n] = '\0';
+    return line;
+}
+
+static int ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), m = strlen(tail);
+    return n >= m && !strcmp(s + n - m, tail);
+}
+
+/* The PTX spells what the plan says; the generated source carries the plan's constants. */
+static void check_spellings(const jit__plan_t *plan, const char *src, const char *ptx, int native) {
     const jit__tc_plan_t *tc = jit__tc_of(plan);
-    char want[256];
+    char want[256], line[512];
     snprintf(want, sizeof(want), "tcgen05.mma.cta_group::%d.kind::%s.block_scale%s", tc->cta_group,
              jit__tc_kind_name(tc->kind), tc->kind_suffix);
-    cr_assert(strstr(src, want), "missing %s", want);
+    cr_assert(strstr(ptx, want), "missing %s", want);
     /* One kernel cannot mix cta_group::1 and ::2 tcgen05 instructions (ptxas error). */
-    cr_assert_null(strstr(src, tc->cta_group == 2 ? ".cta_group::1" : ".cta_group::2"));
+    cr_assert_null(strstr(ptx, tc->cta_group == 2 ? ".cta_group::1" : ".cta_group::2"));
     if (tc->kind == JIT_TC_KIND_MXF8F6F4) {
-        cr_assert_null(strstr(src, ".block16"));
+        cr_assert_null(strstr(ptx, ".block16"));
     }
     if (plan->spec.scales == JIT_SCALE_UE4M3_16 || plan->spec.scales == JIT_SCALE_UE5M3_16)
-        cr_assert(strstr(src, ".block_scale.block16"));
+        cr_assert(strstr(ptx, ".block_scale.block16"));
     if (plan->spec.scales == JIT_SCALE_UE8M0_32 && tc->kind != JIT_TC_KIND_MXF8F6F4)
-        cr_assert(strstr(src, ".block_scale.block32"));
-    cr_assert_null(strstr(src, "scale_vec"), "the family-safe .blockN spelling only");
+        cr_assert(strstr(ptx, ".block_scale.block32"));
+    cr_assert_null(strstr(ptx, "scale_vec"), "the family-safe .blockN spelling only");
 
+    /* The column count is an immediate: the line ends with ", <columns>;". */
     int exclusive = tc->tmem.allocated_columns > 512;
-    snprintf(want, sizeof(want),
-             "tcgen05.alloc.cta_group::%d%s.sync.aligned.shared::cta.b32 [%%0], %d;", tc->cta_group,
-             exclusive ? ".exclusive" : "", tc->tmem.allocated_columns);
-    cr_assert(strstr(src, want), "missing %s", want);
-    snprintf(want, sizeof(want), "tcgen05.dealloc.cta_group::%d%s.sync.aligned.b32 %%0, %d;",
-             tc->cta_group, exclusive ? ".exclusive" : "", tc->tmem.allocated_columns);
-    cr_assert(strstr(src, want), "missing %s", want);
+    char cols[32];
+    snprintf(cols, sizeof(cols), ", %d;", tc->tmem.allocated_columns);
+    snprintf(want, sizeof(want), "tcgen05.alloc.cta_group::%d%s.sync.aligned.shared::cta.b32 [",
+             tc->cta_group, exclusive ? ".exclusive" : "");
+    cr_assert(ptx_line(ptx, want, line, sizeof(line)), "missing %s", want);
+    cr_assert(ends_with(line, cols), "%s does not allocate %s", line, cols);
+    snprintf(want, sizeof(want), "tcgen05.dealloc.cta_group::%d%s.sync.aligned.b32 ", tc->cta_group,
+             exclusive ? ".exclusive" : "");
+    cr_assert(ptx_line(ptx, want, line, sizeof(line)), "missing %s", want);
+    cr_assert(ends_with(line, cols), "%s does not free %s", line, cols);
+    if (!exclusive)
+        cr_assert_null(strstr(ptx, ".exclusive"));
 
     int collectors = tc->breuse && native;
-    cr_assert_eq(strstr(src, ".collector::b::fill") != NULL, collectors);
-    cr_assert_eq(strstr(src, ".collector::b::lastuse") != NULL, collectors);
+    cr_assert_eq(strstr(ptx, ".collector::b::fill") != NULL, collectors);
+    cr_assert_eq(strstr(ptx, ".collector::b::lastuse") != NULL, collectors);
+    assert_no_global_data(ptx, "tcgen05 kernel");
 
     /* The descriptor constants are the host encoders' values. */
     jit__tc_idesc_params_t ip = {.kind = tc->kind,
@@ -194,25 +254,39 @@ static void check_spellings(const jit__plan_t *plan, const char *src, int native
              (unsigned long long)jit__tc_smem_desc(0, tc->b.lbo, tc->b.sbo, tc->b.swizzle, 0));
     cr_assert(strstr(src, want), "missing %s", want);
     /* The SF IDs are masked before and after the shift (trap: sign extension). */
-    cr_assert(strstr(src, "(((sfa_tmem & 0xC0000000u) >> 30) << 29)"));
-    cr_assert(strstr(src, "(((sfb_tmem & 0xC0000000u) >> 30) << 4)"));
+    const char *mma = device_text("tcgen05/device/mma.cuh");
+    cr_assert(strstr(mma, "(((sfa_tmem & 0xC0000000u) >> 30) << 29)"));
+    cr_assert(strstr(mma, "(((sfb_tmem & 0xC0000000u) >> 30) << 4)"));
 
     /* One tcgen05.cp per 512-byte scale chunk of a stage, one MMA per instruction and M-half. */
     int halves = tc->breuse ? 2 : 1;
     int chunks = tc->sfa_chunks_k * (halves + tc->sfb_row_blocks);
-    cr_assert_eq(count(src, "jg_utccp(tmem"), chunks);
-    cr_assert_eq(count(src, "jg_mma(acc") + count(src, "jg_mma_keep(acc") +
-                     count(src, "jg_mma_reuse(acc"),
-                 tc->instrs_per_tile_k * halves);
-    cr_assert_null(strstr(src, "#include"), "generated code includes no header");
+    /* The compiler may emit the K-tile body more than once (peeled or unswitched on the
+     * accumulate flag), so the counts are checked per copy of the body. */
+    int copies = count(ptx, "tcgen05.cp.cta_group"), mmas = count(ptx, "tcgen05.mma.cta_group");
+    int bodies = copies / chunks;
+    cr_assert(bodies >= 1 && copies == bodies * chunks, "%d copies for %d chunks (%s cg%d N%d)",
+              copies, chunks, plan->arch->name, tc->cta_group, plan->tile_n);
+    cr_assert_eq(mmas, bodies * tc->instrs_per_tile_k * halves, "%d MMAs in %d bodies", mmas,
+                 bodies);
+    /* The generated code includes the family's kernel file and nothing else. */
+    const char *inc = strstr(src, "#include");
+    cr_assert(inc && !strncmp(inc, "#include \"tcgen05/device/kernel.cuh\"\n",
+                              strlen("#include \"tcgen05/device/kernel.cuh\"\n")),
+              "generated code includes the family's device files");
+    cr_assert_null(strstr(inc + 1, "#include"), "generated code includes one file only");
 }
 
+static const jit__toolchain_t *rubin_toolchain(void);
+
 static void check_plan_source(const char *archname, fmt_t f, int cg, int tile_n, int breuse) {
+    const jit__toolchain_t *tc = rubin_toolchain();
     jit__plan_t plan;
     plan_of(archname, f, cg, tile_n, breuse, JIT_EPILOGUE_LINEAR, &plan);
-    jit__toolchain_id_t id = {13, 5, 13, 5};
-    char *src = generate(&plan, &id, plan.arch->native_target, 0);
-    check_spellings(&plan, src, 1);
+    char *src = generate(&plan, &tc->id, plan.arch->native_target, 0);
+    char *ptx = ptx_of(tc, src, plan.arch->native_target);
+    check_spellings(&plan, src, ptx, 1);
+    free(ptx);
     free(src);
 }
 
@@ -255,13 +329,18 @@ Test(codegen_tc, overlapping_accumulators_on_sm_100a, .timeout = 120) {
     cr_assert(jit__tc_of(&plan)->tmem.overlap, "2 x 256 + 48 columns do not fit in 512");
     const jit__toolchain_t *tc = pre_rubin_toolchain();
     char *src = generate(&plan, &tc->id, "sm_100a", 0);
-    check_spellings(&plan, src, 1);
+    char *ptx = ptx_of(tc, src, "sm_100a");
+    check_spellings(&plan, src, ptx, 1);
+    free(ptx);
     char want[96];
     snprintf(want, sizeof(want), "    ACC_COL1 = %d,", jit__tc_of(&plan)->tmem.acc[1].first_column);
     cr_assert(strstr(src, want), "missing %s", want);
-    snprintf(want, sizeof(want), "    RELEASE_AFTER = %d,", jit__tc_of(&plan)->tmem.early_release_subtile + 1);
+    snprintf(want, sizeof(want), "    RELEASE_AFTER = %d,",
+             jit__tc_of(&plan)->tmem.early_release_subtile + 1);
     cr_assert(strstr(src, want), "missing %s", want);
-    cr_assert(strstr(src, "as == 0 ? EPI_SUBTILES - 1 - j : j"), "stage 0 drains backwards");
+    cr_assert(strstr(src, "    REVERSE_DRAIN = 1,"), "stage 0 drains backwards");
+    cr_assert(strstr(device_text("tcgen05/device/epilogue.cuh"),
+                     "sub = as == 0 ? P::EPI_SUBTILES - 1 - j : j"));
     free(src);
     compile_checked(tc, &plan, "sm_100a", 0, "NVFP4 2-CTA N256 overlapping accumulators");
     /* sm_107a has the columns: the same tile gets disjoint stages and no reverse drain. */
@@ -269,8 +348,41 @@ Test(codegen_tc, overlapping_accumulators_on_sm_100a, .timeout = 120) {
     cr_assert_not(jit__tc_of(&plan)->tmem.overlap);
     src = generate(&plan, &tc->id, "sm_107a", 0);
     cr_assert_null(strstr(src, "RELEASE_AFTER"));
-    cr_assert_null(strstr(src, "EPI_SUBTILES - 1 - j"));
+    cr_assert(strstr(src, "    REVERSE_DRAIN = 0,"), "no reverse drain");
     free(src);
+}
+
+/* Plan constants are enumerators and the kernel is a template: nothing may become .global data
+ * (a namespace-scope constexpr under -default-device would). */
+Test(codegen_tc, no_global_data_in_the_ptx, .timeout = 300) {
+    cr_assert_not_null(ptx_global_data_line("\t.entry k(\n.visible .global .align 4 .u32 x;\n"),
+                       "the detector sees a .visible .global variable");
+    cr_assert_not_null(ptx_global_data_line(".global .align 8 .b8 t[16];\n"));
+    cr_assert_null(ptx_global_data_line(".visible .entry k(\n\tld.global.u32 %r1, [%rd1];\n"),
+                   "an .entry and a global load are no data");
+    const jit__toolchain_t *old = pre_rubin_toolchain();
+    jit__plan_t plan;
+    const struct {
+        const char *arch;
+        fmt_t f;
+        int cg, n, breuse;
+        jit_epilogue_t epi;
+    } cases[] = {{"sm_100a", NVFP4, 1, 128, -1, JIT_EPILOGUE_LINEAR},
+                 {"sm_100a", MIXED, 2, 256, -1, JIT_EPILOGUE_LINEAR_SWIGLU},
+                 {"sm_107a", NVFP4, 2, 256, 1, JIT_EPILOGUE_LINEAR_ADD},
+                 {"sm_107a", MXFP8, 1, 192, -1, JIT_EPILOGUE_LINEAR}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const jit__toolchain_t *tc = old;
+        if (!strcmp(cases[i].arch, "sm_107a"))
+            tc = rubin_toolchain();
+        plan_of(cases[i].arch, cases[i].f, cases[i].cg, cases[i].n, cases[i].breuse, cases[i].epi,
+                &plan);
+        char *src = generate(&plan, &tc->id, cases[i].arch, 0);
+        char *ptx = ptx_of(tc, src, cases[i].arch);
+        assert_no_global_data(ptx, cases[i].arch);
+        free(ptx);
+        free(src);
+    }
 }
 
 /* ---- the sm_107a fallback ---------------------------------------------------------------- */
@@ -282,15 +394,24 @@ Test(codegen_tc, sm_107a_fallback_builds_without_ptx_9_4_forms, .timeout = 300) 
     jit__plan_t plan;
     plan_of("sm_107a", NVFP4, 2, 64, 1, JIT_EPILOGUE_LINEAR, &plan);
     cr_assert_leq(jit__tc_of(&plan)->tmem.allocated_columns, 512);
-    char *native = generate(&plan, &tc->id, "sm_107a", 0);
     char *fb = generate(&plan, &tc->id, ap->fallback_target, 1);
-    check_spellings(&plan, native, 1);
-    check_spellings(&plan, fb, 0);
-    cr_assert(strstr(fb, "jg_mma_keep(acc") && strstr(fb, "jg_mma_reuse(acc"),
-              "the fallback keeps both MMAs of a K-block");
-    cr_assert_null(strstr(fb, ".exclusive"));
-    free(native);
+    char *fb_ptx = ptx_of(tc, fb, ap->fallback_target);
+    /* check_spellings counts both MMAs of every K-block: the fallback keeps them. */
+    check_spellings(&plan, fb, fb_ptx, 0);
+    cr_assert_null(strstr(fb_ptx, ".exclusive"));
+    free(fb_ptx);
     free(fb);
+    /* The native form needs PTX 9.4 (NVRTC 13.4+) for its collector hints. */
+    const jit__toolchain_t *rt = NULL;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    if (jit__toolchain_get(NULL, &rt, &d) == JIT_OK && jit__toolchain_supports(rt, 107)) {
+        char *native = generate(&plan, &rt->id, "sm_107a", 0);
+        char *native_ptx = ptx_of(rt, native, "sm_107a");
+        check_spellings(&plan, native, native_ptx, 1);
+        free(native_ptx);
+        free(native);
+    }
     compile_checked(tc, &plan, ap->fallback_target, 1, "sm_107a B-reuse N64, fallback cubin");
     compile_checked(tc, &plan, ap->check_target, 1, "sm_107a B-reuse N64, sm_100a check");
 }
@@ -344,30 +465,42 @@ Test(codegen_tc, mixed_precision_reads_e2m1_as_code_5) {
 }
 
 /* B-reuse: per K-block the copies go keep-SFA, SFB, reuse-SFA, then the keep and reuse MMAs,
- * which read the same B descriptor. */
-Test(codegen_tc, breuse_interleaves_scale_copies_per_k_block) {
+ * which read the same B descriptor. The order is the template's (mma.cuh), the constants are
+ * tied to the planner's by the generated static_asserts, and the PTX shows the sequence. */
+Test(codegen_tc, breuse_interleaves_scale_copies_per_k_block, .timeout = 120) {
+    const char *mma = device_text("tcgen05/device/mma.cuh");
+    const char *order[] = {"sf_copies<0, 0, K>(st);", "sf_copies<1, 0, K>(st);",
+                           "sf_copies<0, 1, K>(st);", "mma_call<KEEP, 0, K>(st);",
+                           "mma_call<REUSE, 1, K>(st);"};
+    const char *at = strstr(mma, "if constexpr (P::HALVES == 2)");
+    cr_assert_not_null(at);
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+        const char *next = strstr(at, order[i]);
+        cr_assert_not_null(next, "copy/MMA order inside a K-block: %s", order[i]);
+        at = next;
+    }
+    /* Both MMAs of a K-block read B at b_offset(K): one expression serves both halves. */
+    cr_assert_eq(count(mma, "b_offset(K)"), 1);
+    const jit__toolchain_t *tc = rubin_toolchain();
     jit__plan_t plan;
     plan_of("sm_107a", NVFP4, 2, 256, 1, JIT_EPILOGUE_LINEAR, &plan);
-    jit__toolchain_id_t id = {13, 5, 13, 5};
-    char *src = generate(&plan, &id, "sm_107a", 0);
-    const char *k0 = strstr(src, "/* K-block 0 */");
-    const char *k1 = strstr(src, "/* K-block 1 */");
-    cr_assert(k0 && k1 && k0 < k1);
-    char half1[64];
-    snprintf(half1, sizeof(half1), "jg_utccp(tmem + SFA_COL + %du,", jit__tc_of(&plan)->tmem.sfa_half_stride);
-    const char *keep_sfa = strstr(k0, "jg_utccp(tmem + SFA_COL + 0u,");
-    const char *sfb = strstr(k0, "jg_utccp(tmem + SFB_COL + 0u,");
-    const char *reuse_sfa = strstr(k0, half1);
-    const char *keep = strstr(k0, "jg_mma_keep(acc + 0u");
-    const char *reuse = strstr(k0, "jg_mma_reuse(acc + ");
-    cr_assert(keep_sfa && sfb && reuse_sfa && keep && reuse);
-    cr_assert(keep_sfa < sfb && sfb < reuse_sfa && reuse_sfa < keep && keep < reuse && reuse < k1,
-              "copy/MMA order inside K-block 0");
-    /* Both MMAs of the K-block read B at the same offset. */
-    const char *bk = strstr(keep, "jg_desc(B_DESC_HI, b + ");
-    const char *br = strstr(reuse, "jg_desc(B_DESC_HI, b + ");
-    cr_assert(bk && br);
-    cr_assert_eq(strncmp(bk, br, strlen("jg_desc(B_DESC_HI, b + 0u)")), 0);
+    char *src = generate(&plan, &tc->id, "sm_107a", 0);
+    char want[160];
+    snprintf(want, sizeof(want), "Mma::sf_column(0, 0) == 0u && Mma::sf_column(1, 0) == 0u");
+    cr_assert(strstr(src, want), "missing %s", want);
+    cr_assert(strstr(src, "Mma::a_offset(0, 0) == 0u"));
+    char *ptx = ptx_of(tc, src, "sm_107a");
+    /* In K-block 0: every copy it needs, then the keep MMA (fill), then the reuse (lastuse). */
+    const char *first_mma = strstr(ptx, "tcgen05.mma.");
+    const char *fill = strstr(ptx, ".collector::b::fill");
+    const char *last = strstr(ptx, ".collector::b::lastuse");
+    cr_assert(first_mma && fill && last && first_mma < fill && fill < last);
+    int copies = 0;
+    for (const char *p = strstr(ptx, "tcgen05.cp."); p && p < first_mma;
+         p = strstr(p + 1, "tcgen05.cp."))
+        copies++;
+    cr_assert_geq(copies, 3, "keep-SFA, SFB and reuse-SFA copies come before the first MMA");
+    free(ptx);
     free(src);
 }
 
@@ -399,10 +532,11 @@ Test(codegen_tc, parameter_block_layout) {
     jit__toolchain_id_t id = {13, 0, 13, 0};
     char *src = generate(&plan, &id, "sm_100a", 0);
     char want[128];
-    snprintf(want, sizeof(want), "static_assert(sizeof(jg_params_t) == %zu,",
+    snprintf(want, sizeof(want), "static_assert(sizeof(jitgemm_tc_params) == %zu,",
              sizeof(jit__tc_params_t));
     cr_assert(strstr(src, want), "missing %s", want);
-    snprintf(want, sizeof(want), "static_assert(__INTADDR__(&((jg_params_t *)0)->alpha) == %zu,",
+    snprintf(want, sizeof(want),
+             "static_assert(__INTADDR__(&((jitgemm_tc_params *)0)->alpha) == %zu,",
              offsetof(jit__tc_params_t, alpha));
     cr_assert(strstr(src, want), "missing %s", want);
     free(src);
