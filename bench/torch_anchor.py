@@ -1,188 +1,386 @@
 #!/usr/bin/env python3
-"""PyTorch anchor for `jitgemm run`: time torch._scaled_mm on the same shapes.
+"""jitgemm against torch._scaled_mm, in one process, CUDA-graph timed, after an FP64 check.
 
-For every shape it times the FP8 GEMM that PyTorch ships (cuBLASLt underneath), with E4M3
-inputs and BF16 output, in two scale modes:
-  - per-tensor: one FP32 scale for A and one for B;
-  - row-wise:   FP32 scales per row of A (M x 1) and per output channel (1 x N), which is
-                jitgemm's row mode.
-It also times the whole operation jitgemm fuses: the row-wise GEMM followed by its epilogue in
-PyTorch (the residual add for linear_add; silu(gate) * up over the interleaved gate/up columns
-for linear_swiglu). The anchor ratio is jitgemm's time over that whole-operation time, so a
-ratio below 1 means jitgemm is faster than PyTorch.
+The library is loaded with ctypes (build-gpu/libjitgemm.so or --lib) and called on PyTorch's
+current stream, so both GEMMs run on the same device, the same inputs and the same clocks:
 
-_scaled_mm needs M, N and K to be multiples of 16; a smaller or ragged M (1, 127) is padded up
-and the padded size is reported.
+  1. the device's copy bandwidth (a 2 GiB device-to-device copy, bytes read plus written);
+  2. per shape: fresh random E4M3 inputs (no zero, no NaN codes), row scales that keep the
+     outputs O(1..10), D poisoned with BF16 NaN; one jitgemm call; every element of D must have
+     been written, and sampled rows (first, last and --check-rows random ones) must match a host
+     FP64 reference (numpy) within the tolerance of the family that computed it: half a BF16 ulp
+     plus 1e-5 * mag (fp8_mma_sync, FP32 accumulation) or 2^-12 * mag (fp8_wgmma, FP8 tensor
+     core accumulation promoted every 128 K), mag = sum_k |a b sa sb| (kernel_src/reference/);
+  3. only if the check passed: jitgemm and torch._scaled_mm row-wise (same scales, BF16 out,
+     use_fast_accum=False, its default) are each captured as a CUDA graph of --graph-iters calls
+     and replayed --reps times; the median per call is reported. Operand sets rotate so the
+     working set is at least three times the L2 cache: weights are read from HBM, not L2.
 
-Each timing is the median over individually event-timed launches after a warm-up. The L2 cache
-is not flushed between them, for PyTorch and jitgemm alike.
+For linear_add and linear_swiglu torch runs the GEMM and then the epilogue in PyTorch (the
+residual add; silu(gate) * up over interleaved gate/up columns), the work jitgemm fuses.
 
-If --jitgemm names a file holding the output of `jitgemm run` for the same shapes (as
-scripts/gpu-check.sh writes it), the matching jitgemm time is put beside PyTorch's and the
-ratio is computed.
+    python3 bench/torch_anchor.py --shapes "linear:5120:17408:4096 linear:8192:3584:1"
+    python3 bench/torch_anchor.py --sweep --shapes "linear:5120:17408:1024"
 
-    python3 bench/torch_anchor.py --shapes "linear:5120:5120:1024 linear_swiglu:27648:5120:1024"
+--sweep times every candidate the cost models weigh (JITGEMM_FORCE_CANDIDATE, a fresh context
+each) at each shape and reports, per cell, how far the model's choice is from the fastest one.
+Shapes are op:n:k:tokens. The clocks are left as found. Exit status 1 if any check failed.
 """
 import argparse
+import ctypes
 import json
-import re
+import os
+import random
 import statistics
 import sys
 import time
+
+# ---- the library's public API (api/jitgemm.h) --------------------------------------------
+
+
+class Problem(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("m", ctypes.c_int64), ("n", ctypes.c_int64),
+                ("k", ctypes.c_int64), ("a_dtype", ctypes.c_int), ("b_dtype", ctypes.c_int),
+                ("out_dtype", ctypes.c_int), ("scale_mode", ctypes.c_int),
+                ("epilogue", ctypes.c_int), ("lda", ctypes.c_int64), ("ldb", ctypes.c_int64),
+                ("ldd", ctypes.c_int64), ("ld_residual", ctypes.c_int64),
+                ("alpha", ctypes.c_float)]
+
+
+class Operands(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("a", ctypes.c_void_p), ("b", ctypes.c_void_p),
+                ("scale_a", ctypes.c_void_p), ("scale_b", ctypes.c_void_p),
+                ("residual", ctypes.c_void_p), ("d", ctypes.c_void_p)]
+
+
+class Options(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("cache_dir", ctypes.c_char_p),
+                ("arch", ctypes.c_char_p), ("sm_count", ctypes.c_int),
+                ("log_level", ctypes.c_int), ("toolkit_dir", ctypes.c_char_p),
+                ("cache_max_bytes", ctypes.c_int64)]
+
+
+EPILOGUES = {"linear": 1, "linear_add": 2, "linear_swiglu": 3}
+INSPECT_PLAN = 2  # jit_inspect_what_t: JIT_INSPECT_KEY = 1, JIT_INSPECT_PLAN = 2
+
+
+class Jitgemm:
+    def __init__(self, path):
+        lib = ctypes.CDLL(path)
+        lib.jit_context_options_init.argtypes = [ctypes.POINTER(Options)]
+        lib.jit_context_create.argtypes = [ctypes.POINTER(Options), ctypes.POINTER(ctypes.c_void_p)]
+        lib.jit_context_destroy.argtypes = [ctypes.c_void_p]
+        lib.jit_problem_init.argtypes = [ctypes.POINTER(Problem)]
+        lib.jit_operands_init.argtypes = [ctypes.POINTER(Operands)]
+        lib.jit_gemm.argtypes = [ctypes.c_void_p, ctypes.POINTER(Problem),
+                                 ctypes.POINTER(Operands), ctypes.c_void_p]
+        lib.jit_inspect.argtypes = [ctypes.c_void_p, ctypes.POINTER(Problem), ctypes.c_int,
+                                    ctypes.POINTER(ctypes.c_void_p)]
+        lib.jit_free.argtypes = [ctypes.c_void_p]
+        lib.jit_last_error.argtypes = [ctypes.c_void_p]
+        lib.jit_last_error.restype = ctypes.c_char_p
+        lib.jit_status_name.argtypes = [ctypes.c_int]
+        lib.jit_status_name.restype = ctypes.c_char_p
+        self.lib = lib
+
+    def context(self):
+        opt = Options()
+        self.lib.jit_context_options_init(ctypes.byref(opt))
+        opt.log_level = 1
+        ctx = ctypes.c_void_p()
+        st = self.lib.jit_context_create(ctypes.byref(opt), ctypes.byref(ctx))
+        if st != 0:
+            raise RuntimeError(f"jit_context_create: {self.lib.jit_last_error(None).decode()}")
+        return ctx
+
+    def problem(self, op, m, n, k, ldd):
+        p = Problem()
+        self.lib.jit_problem_init(ctypes.byref(p))
+        p.m, p.n, p.k, p.epilogue, p.ldd = m, n, k, EPILOGUES[op], ldd
+        return p
+
+    def plan(self, ctx, prob):
+        out = ctypes.c_void_p()
+        st = self.lib.jit_inspect(ctx, ctypes.byref(prob), INSPECT_PLAN, ctypes.byref(out))
+        if st != 0:
+            raise RuntimeError(f"jit_inspect: {self.lib.jit_last_error(ctx).decode()}")
+        text = ctypes.cast(out, ctypes.c_char_p).value.decode()
+        self.lib.jit_free(out)
+        return json.loads(text)
+
+    def gemm(self, ctx, prob, a, b, sa, sb, res, d, stream):
+        ops = Operands()
+        self.lib.jit_operands_init(ctypes.byref(ops))
+        ops.a, ops.b, ops.scale_a, ops.scale_b = a.data_ptr(), b.data_ptr(), sa.data_ptr(), sb.data_ptr()
+        ops.residual = res.data_ptr() if res is not None else None
+        ops.d = d.data_ptr()
+        st = self.lib.jit_gemm(ctx, ctypes.byref(prob), ctypes.byref(ops), stream)
+        if st != 0:
+            raise RuntimeError(f"jit_gemm: {self.lib.jit_status_name(st).decode()}: "
+                               f"{self.lib.jit_last_error(ctx).decode()}")
+
+
+# ---- inputs, reference, timing ------------------------------------------------------------
 
 
 def parse_shapes(text):
     shapes = []
     for word in text.split():
         op, n, k, t = word.split(":")
-        if op not in ("linear", "linear_add", "linear_swiglu"):
+        if op not in EPILOGUES:
             raise SystemExit(f"torch_anchor: unknown op {op!r} in {word!r}")
         shapes.append((op, int(n), int(k), int(t)))
     return shapes
 
 
-def round16(x):
-    return (x + 15) // 16 * 16
+def random_e4m3(torch, rows, k, gen):
+    """E4M3 codes 1..126 with a random sign: finite and non-zero."""
+    mag = torch.randint(1, 127, (rows, k), dtype=torch.uint8, device="cuda", generator=gen)
+    sign = torch.randint(0, 2, (rows, k), dtype=torch.uint8, device="cuda", generator=gen) << 7
+    return (mag | sign).view(torch.float8_e4m3fn)
 
 
-def time_us(torch, fn, warmup, iters):
-    for _ in range(warmup):
-        fn()
+class Inputs:
+    """One operand set; scales normalise rows so sum_k a b sa sb is about 4 x N(0,1) x [0.5, 2]."""
+
+    def __init__(self, torch, op, m, n, k, ldd, gen):
+        self.a = random_e4m3(torch, m, k, gen)
+        self.b = random_e4m3(torch, n, k, gen)
+        rms_a = self.a.float().pow(2).mean(dim=1).sqrt()
+        rms_b = self.b.float().pow(2).mean(dim=1).sqrt()
+        ua = torch.rand(m, device="cuda", generator=gen) * 1.5 + 0.5
+        ub = torch.rand(n, device="cuda", generator=gen) * 1.5 + 0.5
+        self.sa = (ua * 4.0 / (rms_a * k ** 0.5)).float().contiguous()
+        self.sb = (ub / rms_b).float().contiguous()
+        self.res = None
+        if op == "linear_add":
+            self.res = ((torch.rand(m, n, device="cuda", generator=gen) * 8 - 4)
+                        .to(torch.bfloat16).contiguous())
+        nout = n // 2 if op == "linear_swiglu" else n
+        self.d = torch.empty(m, ldd, dtype=torch.bfloat16, device="cuda")
+        self.nout = nout
+
+
+def family_tolerance(family, ref, mag):
+    import numpy as np
+    acc = 2.0 ** -12 if family == "fp8_wgmma" else 1e-5
+    return np.abs(ref) * 2.0 ** -8 + acc * mag + 2.0 ** -100
+
+
+def check(torch, op, x, m, n, k, family, rows):
+    """Worst |err| / tolerance over the sampled rows, and the count of unwritten outputs."""
+    import numpy as np
+    d = x.d[:, :x.nout]
+    unwritten = int((d.view(torch.int16) == -1).sum().item())
+    a = x.a[rows].float().double().cpu().numpy()
+    b = x.b.float().double().cpu().numpy()
+    sa = x.sa[rows].double().cpu().numpy()[:, None]
+    sb = x.sb.double().cpu().numpy()[None, :]
+    acc = (a @ b.T) * sa * sb
+    mag = (np.abs(a) @ np.abs(b).T) * sa * sb
+    if op == "linear":
+        ref, rmag = acc, mag
+    elif op == "linear_add":
+        r = x.res[rows].double().cpu().numpy()
+        ref, rmag = acc + r, mag + np.abs(r)
+    else:
+        g, u, gm, um = acc[:, 0::2], acc[:, 1::2], mag[:, 0::2], mag[:, 1::2]
+        s = np.where(g >= 0, 1.0 / (1.0 + np.exp(-np.abs(g))),
+                     np.exp(-np.abs(g)) / (1.0 + np.exp(-np.abs(g))))
+        silu = g * s
+        ref = silu * u
+        rmag = np.abs(u * s * (1.0 + g * (1.0 - s))) * gm + np.abs(silu) * um
+    got = d[rows].double().cpu().numpy()
+    err = np.abs(got - ref)
+    tol = family_tolerance(family, ref, rmag)
+    ratio = np.where(np.isfinite(err), err / tol, np.inf)
+    return float(ratio.max()), unwritten
+
+
+def graph_time_us(torch, calls, graph_iters, reps):
+    """Median per-call time of a CUDA graph that replays `calls` round-robin graph_iters times."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for c in calls:
+            c()
+    torch.cuda.current_stream().wait_stream(s)
     torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    for s, e in zip(starts, ends):
-        s.record()
-        fn()
-        e.record()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(graph_iters):
+            calls[i % len(calls)]()
+    g.replay()
     torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends))
+    times = []
+    for _ in range(reps):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        g.replay()
+        e1.record()
+        torch.cuda.synchronize()
+        times.append(e0.elapsed_time(e1) * 1e3 / graph_iters)
+    return statistics.median(times)
 
 
-RUN_LINE = re.compile(r"^run: (\S+) M=(\d+) N=(\d+) K=(\d+)")
-TIME_LINE = re.compile(r"^time: median ([0-9.eE+-]+) us")
+def copy_bandwidth(torch, graph_iters, reps):
+    n = 1 << 30  # 1 GiB each way
+    src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
+    dst = torch.empty_like(src)
+    us = graph_time_us(torch, [lambda: dst.copy_(src)], graph_iters, reps)
+    return 2.0 * n / (us * 1e-6)
 
 
-def jitgemm_times(path):
-    """(op, n, k, tokens) -> microseconds, from the output of `jitgemm run`.
+def rotation(torch, op, m, n, k, ldd, gen):
+    """Enough operand sets that their bytes exceed three times the L2 cache (at most 8)."""
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    per = m * k + n * k + 2 * m * ldd + (2 * m * n if op == "linear_add" else 0)
+    count = max(1, min(8, -(-3 * l2 // per)))
+    return [Inputs(torch, op, m, n, k, ldd, gen) for _ in range(count)]
 
-    Reads the text the verb prints ("run: OP M=.. N=.. K=..", then "time: median X us"), and
-    also JSON lines with op/n/k/tokens and a time field, should the verb print those.
-    """
-    times = {}
-    if not path:
-        return times
-    try:
-        lines = open(path, encoding="utf-8").read().splitlines()
-    except OSError as e:
-        print(f"torch_anchor: cannot read {path}: {e}", file=sys.stderr)
-        return times
-    current = None
-    for line in lines:
-        line = line.strip()
-        m = RUN_LINE.match(line)
-        if m:
-            current = (m.group(1), int(m.group(3)), int(m.group(4)), int(m.group(2)))
-            continue
-        m = TIME_LINE.match(line)
-        if m and current:
-            times[current] = float(m.group(1))
-            current = None
-            continue
-        if not line.startswith("{"):
-            continue
-        try:
-            o = json.loads(line)
-        except ValueError:
-            continue
-        op = o.get("op") or o.get("epilogue")
-        key = (op, o.get("n"), o.get("k"), o.get("tokens", o.get("m")))
-        for field, scale in (("median_us", 1.0), ("us", 1.0), ("time_us", 1.0),
-                             ("median_ms", 1e3), ("ms", 1e3), ("median_s", 1e6),
-                             ("seconds", 1e6)):
-            if isinstance(o.get(field), (int, float)):
-                times[key] = o[field] * scale
-                break
-    return times
+
+def measure(torch, jg, ctx, op, n, k, m, args, gen, stream_of):
+    """Check jitgemm on fresh inputs; time it; returns a dict (no time if the check failed)."""
+    ldd = n // 2 if op == "linear_swiglu" else n
+    sets = rotation(torch, op, m, n, k, ldd, gen)
+    prob = jg.problem(op, m, n, k, ldd)
+    plan = jg.plan(ctx, prob)
+    r = {"op": op, "n": n, "k": k, "tokens": m, "family": plan["family"],
+         "tile": f'{plan["tile"]["m"]}x{plan["tile"]["n"]}', "stages": plan["stages"]}
+    x = sets[0]
+    x.d.view(torch.int16).fill_(-1)
+    jg.gemm(ctx, prob, x.a, x.b, x.sa, x.sb, x.res, x.d, stream_of())
+    torch.cuda.synchronize()
+    rows = sorted(set([0, m - 1] + random.Random(m * 7 + n).sample(range(m), min(m, args.check_rows))))
+    worst, unwritten = check(torch, op, x, m, n, k, plan["family"], rows)
+    r["check_rows"], r["worst_err_over_tol"], r["unwritten"] = len(rows), worst, unwritten
+    r["check"] = "pass" if worst <= 1.0 and unwritten == 0 else "FAIL"
+    if r["check"] != "pass":
+        return r
+    calls = [lambda x=x: jg.gemm(ctx, prob, x.a, x.b, x.sa, x.sb, x.res, x.d, stream_of())
+             for x in sets]
+    r["jitgemm_us"] = graph_time_us(torch, calls, args.graph_iters, args.reps)
+    r["sets"] = len(sets)
+    return r
+
+
+def torch_time(torch, op, n, k, m, args, gen):
+    mp = -(-m // 16) * 16  # _scaled_mm wants M, N and K multiples of 16
+    sets = rotation(torch, op, mp, n, k, n, gen)
+
+    def call(x):
+        y = torch._scaled_mm(x.a, x.b.t(), scale_a=x.sa.view(-1, 1), scale_b=x.sb.view(1, -1),
+                             out_dtype=torch.bfloat16)
+        if op == "linear_add":
+            y = y + x.res
+        elif op == "linear_swiglu":
+            y = torch.nn.functional.silu(y[:, 0::2]) * y[:, 1::2]
+        return y
+
+    return graph_time_us(torch, [lambda x=x: call(x) for x in sets], args.graph_iters,
+                         args.reps), mp
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shapes", required=True, help='"op:n:k:tokens ..." as scripts/gpu-check.sh')
-    ap.add_argument("--jitgemm", help="output of `jitgemm run` to compare against")
-    ap.add_argument("--out", help="also write the JSON document here")
-    ap.add_argument("--iters", type=int, default=50)
-    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--shapes", required=True, help='"op:n:k:tokens ..."')
+    ap.add_argument("--lib", default=None, help="libjitgemm.so (default build-gpu/, else build/)")
+    ap.add_argument("--out", help="write the JSON document here")
+    ap.add_argument("--graph-iters", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--check-rows", type=int, default=48)
+    ap.add_argument("--sweep", action="store_true", help="time every candidate of the models")
+    ap.add_argument("--commit", default=os.environ.get("JITGEMM_COMMIT", "unknown"))
     args = ap.parse_args()
-    shapes = parse_shapes(args.shapes)
-
-    try:
-        import torch
-    except ImportError as e:
-        raise SystemExit(f"torch_anchor: PyTorch is not installed here ({e})")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    lib = args.lib or next((p for p in (os.path.join(root, "build-gpu", "libjitgemm.so"),
+                                        os.path.join(root, "build", "libjitgemm.so"))
+                            if os.path.exists(p)), None)
+    if not lib:
+        raise SystemExit("torch_anchor: no libjitgemm.so; build first or pass --lib")
+    import torch
     if not torch.cuda.is_available():
         raise SystemExit("torch_anchor: PyTorch sees no CUDA device")
-    dev = torch.device("cuda")
-    fp8 = torch.float8_e4m3fn
-    jit = jitgemm_times(args.jitgemm)
-    gen = torch.Generator(device=dev).manual_seed(1234)
-
-    results = []
-    for op, n, k, tokens in shapes:
-        m = round16(tokens)
-        a = (torch.randn(m, k, device=dev, generator=gen) * 0.5).to(fp8)
-        w = (torch.randn(n, k, device=dev, generator=gen) * 0.5).to(fp8)
-        b = w.t()  # [K, N], column-major, as _scaled_mm wants its second operand
-        one = torch.ones((), device=dev, dtype=torch.float32)
-        sa = torch.rand(m, 1, device=dev, generator=gen) + 0.5
-        sb = torch.rand(1, n, device=dev, generator=gen) + 0.5
-        residual = torch.randn(m, n, device=dev, generator=gen).to(torch.bfloat16)
-
-        def per_tensor():
-            return torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16)
-
-        def rowwise():
-            return torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
-
-        if op == "linear":
-            whole = rowwise
-        elif op == "linear_add":
-            def whole():
-                return rowwise() + residual
-        else:
-            def whole():
-                y = rowwise()
-                return torch.nn.functional.silu(y[:, 0::2]) * y[:, 1::2]
-
-        r = {"op": op, "n": n, "k": k, "tokens": tokens, "m_padded": m}
+    jg = Jitgemm(lib)
+    gen = torch.Generator(device="cuda").manual_seed(int(time.time()))
+    stream_of = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    props = torch.cuda.get_device_properties(0)
+    copy_bw = copy_bandwidth(torch, args.graph_iters, args.reps)
+    print(f"device {props.name}, {props.multi_processor_count} SMs, L2 {props.L2_cache_size >> 20} MiB;"
+          f" copy bandwidth {copy_bw / 1e12:.2f} TB/s (read + write)", flush=True)
+    results, failed = [], 0
+    for op, n, k, m in parse_shapes(args.shapes):
+        if args.sweep:
+            ctx = jg.context()
+            plan = jg.plan(ctx, jg.problem(op, m, n, k, n // 2 if op == "linear_swiglu" else n))
+            jg.lib.jit_context_destroy(ctx)
+            cells = []
+            for i, c in enumerate(plan.get("candidates", [])):
+                os.environ["JITGEMM_FORCE_CANDIDATE"] = f'{c["route"]}:{c["tile"]["m"]}x{c["tile"]["n"]}'
+                ctx = jg.context()  # a fresh kernel table, so the forced plan is loaded
+                try:
+                    r = measure(torch, jg, ctx, op, n, k, m, args, gen, stream_of)
+                finally:
+                    jg.lib.jit_context_destroy(ctx)
+                    del os.environ["JITGEMM_FORCE_CANDIDATE"]
+                r.update(route=c["route"], modelled_us=c["modelled_us"],
+                         chosen=(i == plan["chosen"]["index"]))
+                failed += r["check"] != "pass"
+                cells.append(r)
+                print(json.dumps(r), flush=True)
+            timed = [c for c in cells if "jitgemm_us" in c]
+            if timed:
+                best = min(timed, key=lambda c: c["jitgemm_us"])
+                ch = next((c for c in timed if c["chosen"]), None)
+                cell = {"sweep": True, "op": op, "n": n, "k": k, "tokens": m,
+                        "best": f'{best["route"]} {best["tile"]}', "best_us": best["jitgemm_us"],
+                        "chosen": f'{ch["route"]} {ch["tile"]}' if ch else None,
+                        "chosen_us": ch["jitgemm_us"] if ch else None,
+                        "chosen_over_best": ch["jitgemm_us"] / best["jitgemm_us"] if ch else None,
+                        "candidates": cells}
+                results.append(cell)
+                print(json.dumps({k2: v for k2, v in cell.items() if k2 != "candidates"}), flush=True)
+            continue
+        ctx = jg.context()
         try:
-            r["per_tensor_us"] = time_us(torch, per_tensor, args.warmup, args.iters)
-            r["rowwise_us"] = time_us(torch, rowwise, args.warmup, args.iters)
-            r["rowwise_op_us"] = time_us(torch, whole, args.warmup, args.iters)
-            r["rowwise_tflops"] = 2.0 * m * n * k / (r["rowwise_us"] * 1e-6) / 1e12
-        except RuntimeError as e:  # e.g. a scale mode this build of PyTorch lacks
-            r["error"] = str(e).splitlines()[0]
-        jt = jit.get((op, n, k, tokens))
-        if jt is not None and "rowwise_op_us" in r:
-            r["jitgemm_us"] = jt
-            r["ratio_jitgemm_over_torch"] = jt / r["rowwise_op_us"]
+            r = measure(torch, jg, ctx, op, n, k, m, args, gen, stream_of)
+        finally:
+            jg.lib.jit_context_destroy(ctx)
+        failed += r["check"] != "pass"
+        if "jitgemm_us" in r:
+            r["torch_us"], r["torch_m"] = torch_time(torch, op, n, k, m, args, gen)
+            flops = 2.0 * m * n * k
+            r["jitgemm_tflops"] = flops / (r["jitgemm_us"] * 1e-6) / 1e12
+            r["torch_tflops"] = flops / (r["torch_us"] * 1e-6) / 1e12
+            r["speedup_over_torch"] = r["torch_us"] / r["jitgemm_us"]
+            r["weight_bw_fraction"] = (n * k) / (r["jitgemm_us"] * 1e-6) / copy_bw
         results.append(r)
         print(json.dumps(r), flush=True)
-
-    doc = {
-        "bench": "torch_anchor",
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "device": torch.cuda.get_device_name(dev),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "iters": args.iters,
-        "results": results,
-    }
+    doc = {"bench": "torch_anchor", "commit": args.commit,
+           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "device": props.name,
+           "sms": props.multi_processor_count, "torch": torch.__version__,
+           "copy_bw_bytes_per_s": copy_bw, "graph_iters": args.graph_iters, "reps": args.reps,
+           "results": results}
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
-    failed = [r for r in results if "error" in r]
+    print("\n| shape (op T x N x K) | family tile | check err/tol | jitgemm us | torch us | speedup | TFLOP/s | weights/copy BW |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        if r.get("sweep"):
+            print(f'| sweep {r["op"]} {r["tokens"]}x{r["n"]}x{r["k"]} | chosen {r["chosen"]} | | '
+                  f'{r["chosen_us"] or 0:.1f} | best {r["best"]} {r["best_us"]:.1f} | '
+                  f'{r["chosen_over_best"] or 0:.3f}x of best | | |')
+            continue
+        if "jitgemm_us" not in r:
+            print(f'| {r["op"]} {r["tokens"]}x{r["n"]}x{r["k"]} | {r["family"]} {r["tile"]} | '
+                  f'{r["check"]} {r["worst_err_over_tol"]:.3g} | not timed | | | | |')
+            continue
+        print(f'| {r["op"]} {r["tokens"]}x{r["n"]}x{r["k"]} | {r["family"]} {r["tile"]} | '
+              f'{r["worst_err_over_tol"]:.3g} | {r["jitgemm_us"]:.1f} | {r["torch_us"]:.1f} | '
+              f'{r["speedup_over_torch"]:.3f} | {r["jitgemm_tflops"]:.0f} vs {r["torch_tflops"]:.0f} | '
+              f'{r["weight_bw_fraction"]:.2f} |')
     return 1 if failed else 0
 
 

@@ -50,6 +50,10 @@ typedef struct jit__family {
                              jit__diag_t *d);
     /* Fill the plan; family, arch, spec, token_band and sm_count are already set. Pure. */
     jit_status_t (*plan)(jit__plan_t *plan, jit__diag_t *d);
+    /* Optional, for families with a cost model: make the plan use candidate `index` of its own
+     * candidate list instead of the model's choice (the sweep benchmark times every
+     * candidate through JITGEMM_FORCE_CANDIDATE). */
+    jit_status_t (*replan)(jit__plan_t *plan, int index, jit__diag_t *d);
     /* Append the key fields this family owns (" name=value" each) beyond the common ones. */
     void (*key_fields)(const jit__plan_t *plan, jit__sb_t *sb);
     /* The CUDA source of the plan; `key` is quoted in its header comment. *source malloc'd. */
@@ -68,6 +72,9 @@ typedef struct jit__family {
      * magnitude `mag` a tolerance scales with (kernel_src/reference/reference.h). */
     void (*reference)(const jit__gemm_spec_t *spec, const jit__ref_inputs_t *in, double *out,
                       double *mag);
+    /* The tolerance a result of this family is checked with against `reference`: it encodes
+     * the family's accumulation numerics (kernel_src/reference/reference.h). */
+    double (*tolerance)(double ref, double mag);
     /* An environment variable that must be "1" before this family's kernels are launched
      * (kernels never run on hardware), or NULL. */
     const char *launch_opt_in;

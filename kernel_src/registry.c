@@ -14,6 +14,7 @@
 /* The built-in families, most specialised first: a family later in the table only sees the
  * problems the earlier ones declined. */
 static const jit__family_t *const k_builtin[] = {
+    &jit__family_fp8_wgmma,
     &jit__family_fp8_mma_sync,
     &jit__family_tcgen05,
 };
@@ -89,6 +90,25 @@ static void explain(jit__plan_t *p) {
                  next->route, next->tile_m, next->tile_n, next->stages, next->modelled_us);
 }
 
+/* The index of the candidate `force` ("route" or "route:MxN") names in the plan's list, or -1. */
+static int forced_index(const jit__plan_t *p, const char *force) {
+    char route[24] = "";
+    int tm = 0, tn = 0;
+    const char *colon = strchr(force, ':');
+    size_t len = colon ? (size_t)(colon - force) : strlen(force);
+    if (len == 0 || len >= sizeof(route))
+        return -1;
+    memcpy(route, force, len);
+    if (colon && sscanf(colon + 1, "%dx%d", &tm, &tn) != 2)
+        return -1;
+    for (int i = 0; i < p->n_candidates; i++) {
+        const jit__plan_candidate_t *c = &p->candidates[i];
+        if (strcmp(c->route, route) == 0 && (!colon || (c->tile_m == tm && c->tile_n == tn)))
+            return i;
+    }
+    return -1;
+}
+
 /* Plan the spec with one family into `out` (already zeroed and filled with the common
  * inputs). */
 static jit_status_t plan_with(const jit__family_t *f, jit__plan_t *out, jit__diag_t *d) {
@@ -125,6 +145,13 @@ jit_status_t jit__plan_make(const jit__gemm_spec_t *spec, int token_band, int sm
         return jit__fail(d, JIT_INVALID_ARGUMENT, "JITGEMM_FAMILY=%s names no family (known: %s)",
                          only, names);
     }
+    /* JITGEMM_FORCE_CANDIDATE=route:MxN takes that candidate whatever the model says, so the
+     * sweep benchmark can time every candidate the models weigh. */
+    const char *force = getenv("JITGEMM_FORCE_CANDIDATE");
+    if (force && !*force)
+        force = NULL;
+    int forced = 0;
+    jit_status_t force_st = JIT_OK;
     /* Families with a cost model compete on modelled time and pool their candidates; a family
      * without one (modelled_us 0) is taken when no earlier family planned the problem. The
      * first refusal with a message explains a problem nobody takes best: it comes from the
@@ -166,10 +193,22 @@ jit_status_t jit__plan_make(const jit__gemm_spec_t *spec, int token_band, int sm
             }
             break;
         }
-        int base = n_pool;
+        int base = n_pool, hit = force && !forced ? forced_index(cand, force) : -1;
         for (int c = 0; c < cand->n_candidates && n_pool < JIT_PLAN_MAX_CANDIDATES; c++)
             pool[n_pool++] = cand->candidates[c];
-        if (!have || cand->modelled_us < out->modelled_us) {
+        if (hit >= 0) {
+            if (hit != cand->chosen && !t[i]->replan) {
+                force_st = jit__fail(d, JIT_INVALID_ARGUMENT,
+                                     "JITGEMM_FORCE_CANDIDATE: family %s cannot be forced",
+                                     t[i]->name);
+                break;
+            }
+            if (hit != cand->chosen && (force_st = t[i]->replan(cand, hit, d)) != JIT_OK)
+                break;
+            cand->chosen = hit;
+            forced = 1;
+        }
+        if (!have || (hit >= 0) || (!forced && cand->modelled_us < out->modelled_us)) {
             *out = *cand;
             chosen = base + cand->chosen;
             have = 1;
@@ -183,6 +222,17 @@ jit_status_t jit__plan_make(const jit__gemm_spec_t *spec, int token_band, int sm
     }
     free(cand);
     free(pool);
+    if (force_st != JIT_OK) {
+        jit__diag_clear(&first);
+        memset(out, 0, sizeof(*out));
+        return force_st;
+    }
+    if (force && !forced && have) {
+        jit__diag_clear(&first);
+        memset(out, 0, sizeof(*out));
+        return jit__fail(d, JIT_INVALID_ARGUMENT,
+                         "JITGEMM_FORCE_CANDIDATE=%s matches no candidate of this problem", force);
+    }
     if (have) {
         jit__diag_clear(&first);
         return JIT_OK;

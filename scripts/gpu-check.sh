@@ -27,6 +27,17 @@ mkdir -p "$OUT"
 DEFAULT_SHAPES="linear:5120:5120:1 linear:5120:5120:127 linear:5120:5120:1024 \
 linear:5120:5120:4096 linear_add:5120:5120:1024 linear_swiglu:27648:5120:1024"
 read -r -a SHAPES <<<"${GPU_CHECK_SHAPES:-$DEFAULT_SHAPES}"
+# The anchor: jitgemm against torch._scaled_mm in one process (bench/torch_anchor.py), at the
+# prefill, middle and decode shapes of docs/performance.md.
+DEFAULT_ANCHOR="linear:5120:17408:1 linear:5120:17408:16 linear:5120:17408:128 \
+linear:5120:17408:512 linear:5120:17408:1024 linear:5120:17408:4096 linear:5120:17408:8192 \
+linear:14336:5120:4096 linear:34816:5120:4096 linear:6144:5120:4096 linear:8192:8192:8192 \
+linear:8192:3584:1 linear:8192:3584:16 linear_add:5120:5120:1024 linear_swiglu:27648:5120:1024"
+export ANCHOR_SHAPES="${GPU_CHECK_ANCHOR:-$DEFAULT_ANCHOR}"
+# The cost model's sweep (every candidate timed per cell) and the profiled candidates.
+export SWEEP_SHAPES="${GPU_CHECK_SWEEP-linear:5120:17408:128 linear:5120:17408:1024 linear:5120:17408:4096 linear:14336:5120:4096}"
+export PROFILE_CANDIDATES="${GPU_CHECK_PROFILE-wgmma_tma:128x160 wgmma_tma_ordered:128x160}"
+export PROFILE_PROBLEM="${GPU_CHECK_PROFILE_PROBLEM:---op linear --n 5120 --k 17408 --tokens 4096}"
 BUDGET_S="${GPU_CHECK_BUDGET_S:-480}"
 GPU_ROOT="$ROOT/.gpu/root"
 GPU_LIB="$ROOT/.gpu/lib"
@@ -188,8 +199,7 @@ write_summary() {
         echo "benchmarks:"
         sed 's/^/  /' "$OUT/bench.jsonl" 2>/dev/null
         echo
-        echo "torch anchor:"
-        sed 's/^/  /' "$OUT/torch_anchor.json" 2>/dev/null
+        echo "torch anchor and sweep: $OUT/torch_anchor.json, $OUT/sweep.json"
         echo
         [ "$FAILED" -eq 0 ] && echo "result: all steps passed" || echo "result: FAILED"
     } >"$SUMMARY"
@@ -204,7 +214,22 @@ tee_to() {
     return "${PIPESTATUS[0]}"
 }
 
-export -f extract_deb unpack_debs build run_shapes benchmarks tee_to
+# Nsight Compute on one problem per forced candidate: speed of light, warp states (stall
+# reasons) and the tensor pipe, for the performance notes. Clocks are left as found.
+profile_candidates() {
+    local c rc=0
+    for c in $PROFILE_CANDIDATES; do
+        echo "--- ncu, candidate $c: $PROFILE_PROBLEM"
+        JITGEMM_FORCE_CANDIDATE="$c" ncu --clock-control none --kernel-name regex:jitgemm_ \
+            --launch-skip 2 --launch-count 1 --section SpeedOfLight --section WarpStateStats \
+            --section ComputeWorkloadAnalysis --section Occupancy \
+            "$BUILD/jitgemm" run $PROFILE_PROBLEM --iters 3 ||
+            rc=1
+    done
+    return "$rc"
+}
+
+export -f extract_deb unpack_debs build run_shapes benchmarks tee_to profile_candidates
 export ROOT OUT GPU_ROOT GPU_LIB BUILD
 export SHAPES_STR="${SHAPES[*]}"
 
@@ -227,13 +252,23 @@ main() {
 
     step build 180 build || { write_summary; return 1; }
 
+    # GPU_CHECK_TESTS narrows ctest to a regex (-R) when device time is short.
     step ctest 240 tee_to "$OUT/ctest.log" ctest --test-dir "$BUILD" --output-on-failure \
-        --no-tests=error -j 4
-    step run 150 tee_to "$OUT/run.log" run_shapes
-    step bench 120 benchmarks
+        --no-tests=error -j 4 ${GPU_CHECK_TESTS:+-R "$GPU_CHECK_TESTS"}
     # PyTorch brings its own CUDA libraries; keep the packaged ones out of its way.
-    step torch_anchor 90 env -u LD_LIBRARY_PATH python3 "$ROOT/bench/torch_anchor.py" \
-        --shapes "${SHAPES[*]}" --jitgemm "$OUT/run.log" --out "$OUT/torch_anchor.json"
+    step torch_anchor 200 env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 python3 \
+        "$ROOT/bench/torch_anchor.py" --lib "$BUILD/libjitgemm.so" --shapes "$ANCHOR_SHAPES" \
+        --out "$OUT/torch_anchor.json"
+    if [ -n "$PROFILE_CANDIDATES" ]; then
+        step profile 150 profile_candidates
+    fi
+    if [ -n "$SWEEP_SHAPES" ]; then
+        step sweep 200 env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 python3 \
+            "$ROOT/bench/torch_anchor.py" --lib "$BUILD/libjitgemm.so" --sweep \
+            --shapes "$SWEEP_SHAPES" --out "$OUT/sweep.json"
+    fi
+    [ -n "${GPU_CHECK_SKIP_RUN:-}" ] || step run 150 tee_to "$OUT/run.log" run_shapes
+    [ -n "${GPU_CHECK_SKIP_BENCH:-}" ] || step bench 120 benchmarks
 
     write_summary
     return "$FAILED"

@@ -8,10 +8,11 @@
  * fails. The reference costs N*K multiply-adds per row in double on the host, so for large
  * problems a spread of rows (always the first and the last, where the ragged M tail is) is
  * checked instead of all of them, within a fixed budget; every column of a checked row is
- * compared. The tolerance is jit__ref_tolerance: |gpu - ref| <= 2^-8 |ref| + 1e-5 * mag +
- * 2^-100: the first term is BF16's rounding, the second the FP32 accumulation error, which
- * scales with sum_k |a*b| (mag, from the reference), not with the possibly cancelled result,
- * the third what FP32's flush to zero can lose.
+ * compared. The tolerance is that of the family that computed the result (its `tolerance`):
+ * |gpu - ref| <= 2^-8 |ref| + c * mag + 2^-100, the first term BF16's rounding, the second the
+ * accumulation error, which scales with sum_k |a*b| (mag, from the reference), not with the
+ * possibly cancelled result (c = 1e-5 for FP32 accumulation, 2^-12 for FP8 tensor-core
+ * accumulation promoted every 128 K), the third what FP32's flush to zero can lose.
  */
 #include <inttypes.h>
 #include <jansson.h>
@@ -24,6 +25,7 @@
 #include "cli.h"
 #include "driver.h"
 #include "formats.h"
+#include "family.h"
 #include "plan.h"
 #include "reference.h"
 
@@ -127,8 +129,8 @@ typedef struct check_result {
 } check_result_t;
 
 /* Compare rows of D against the reference; prints the first few mismatches. */
-static int check(const jit_problem_t *p, const jit__gemm_spec_t *spec, const host_data_t *h,
-                 check_result_t *cr) {
+static int check(const jit_problem_t *p, const jit__gemm_spec_t *spec, const jit__family_t *fam,
+                 const host_data_t *h, check_result_t *cr) {
     const int64_t m = p->m, n = p->n, k = p->k, nout = jit__spec_out_cols(spec);
     int64_t rows = REF_BUDGET_MACS / (n * k > 0 ? n * k : 1);
     if (rows < 2)
@@ -153,7 +155,7 @@ static int check(const jit_problem_t *p, const jit__gemm_spec_t *spec, const hos
         for (int64_t j = 0; j < nout; j++) {
             double gpu = (double)jit__bf16_decode(h->d[r * nout + j]);
             double err = fabs(gpu - ref[j]);
-            double tol = jit__ref_tolerance(ref[j], mag[j]);
+            double tol = fam->tolerance(ref[j], mag[j]);
             cr->values++;
             /* NaN (the poison) compares false, so test for the pass, not for the failure. */
             if (!(err <= tol)) {
@@ -227,7 +229,8 @@ static json_t *num(double v) {
 }
 
 /* Runs, checks and times; human-readable lines go to `txt`, figures into `report`. */
-static int run_checked(const jit__driver_t *drv, jit_context_t *ctx, const jit_problem_t *p,
+static int run_checked(const jit__driver_t *drv, jit_context_t *ctx, const jit__family_t *fam,
+                       const jit_problem_t *p,
                        const jit__gemm_spec_t *spec, uint64_t seed, int iters, FILE *txt,
                        json_t *report) {
     const int64_t m = p->m, n = p->n, k = p->k, nout = jit__spec_out_cols(spec);
@@ -285,7 +288,7 @@ static int run_checked(const jit__driver_t *drv, jit_context_t *ctx, const jit_p
         goto done;
 
     check_result_t cr;
-    if ((rc = check(p, spec, &h, &cr)))
+    if ((rc = check(p, spec, fam, &h, &cr)))
         goto done;
     int pass = cr.mismatches == 0 && cr.guard_bad == 0;
     json_t *jc = json_object();
@@ -404,10 +407,26 @@ int jit__cli_run(int argc, char **argv) {
     /* Planning first lets the library explain an unsupported combination in its own words. */
     char *plan = NULL;
     jit_status_t st = jit_inspect(ctx, &p, JIT_INSPECT_PLAN, &plan);
-    jit_free(plan);
     if (st != JIT_OK) {
         const char *msg = jit_last_error(ctx);
         jit__cli_error("%s", msg && *msg ? msg : jit_status_string(st));
+        jit_context_destroy(ctx);
+        return JIT_CLI_FAILED;
+    }
+    /* The family decides the tolerance: each has its own accumulation numerics. */
+    json_t *pj = json_loads(plan, 0, NULL);
+    const char *fam_name = json_string_value(json_object_get(pj, "family"));
+    const jit__family_t *fam = fam_name ? jit__family_find(fam_name) : NULL;
+    char tile[48] = "?";
+    json_t *tj = json_object_get(pj, "tile");
+    snprintf(tile, sizeof(tile), "%lldx%lld, %lld stages",
+             (long long)json_integer_value(json_object_get(tj, "m")),
+             (long long)json_integer_value(json_object_get(tj, "n")),
+             (long long)json_integer_value(json_object_get(pj, "stages")));
+    json_decref(pj);
+    jit_free(plan);
+    if (!fam || !fam->tolerance) {
+        jit__cli_error("run: the plan names no family with a tolerance to check against");
         jit_context_destroy(ctx);
         return JIT_CLI_FAILED;
     }
@@ -431,6 +450,7 @@ int jit__cli_run(int argc, char **argv) {
             jit_dtype_name(p.out_dtype));
     fprintf(txt, "device: %s, %s with %d SMs; seed 0x%016" PRIx64 "\n", name, jit_context_arch(ctx),
             jit_context_sm_count(ctx), seed);
+    fprintf(txt, "family: %s, tile %s\n", fam->name, tile);
     fflush(txt);
     char seed_hex[24];
     snprintf(seed_hex, sizeof(seed_hex), "0x%016" PRIx64, seed);
@@ -447,7 +467,8 @@ int jit__cli_run(int argc, char **argv) {
     json_object_set_new(report, "sm_count", json_integer(jit_context_sm_count(ctx)));
     json_object_set_new(report, "device", json_string(name));
     json_object_set_new(report, "seed", json_string(seed_hex));
-    rc = run_checked(drv, ctx, &p, &spec, seed, (int)iters, txt, report);
+    json_object_set_new(report, "family", json_string(fam->name));
+    rc = run_checked(drv, ctx, fam, &p, &spec, seed, (int)iters, txt, report);
     if (json) {
         if (!json_object_get(report, "pass"))
             json_object_set_new(report, "pass", json_false());

@@ -176,4 +176,5 @@ const jit__family_t jit__family_fp8_mma_sync = {
     .plan_to_json = plan_to_json,
     .launch = launch,
     .reference = reference,
+    .tolerance = jit__ref_tolerance,
 };

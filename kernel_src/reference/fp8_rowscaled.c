@@ -72,3 +72,7 @@ void jit__ref_fp8_rowscaled(const jit__gemm_spec_t *spec, int64_t m, const uint8
 double jit__ref_tolerance(double ref, double mag) {
     return ldexp(fabs(ref), -8) + 1e-5 * mag + 0x1p-100;
 }
+
+double jit__ref_tolerance_fp8_tensor(double ref, double mag) {
+    return ldexp(fabs(ref), -8) + 0x1p-12 * mag + 0x1p-100;
+}

@@ -30,6 +30,15 @@ void jit__ref_swiglu(double g, double g_mag, double u, double u_mag, double *out
  * for any |g*u| below 2^26). */
 double jit__ref_tolerance(double ref, double mag);
 
+/* The tolerance of FP8 tensor-core GEMMs whose MMA accumulates with reduced precision and whose
+ * kernel promotes the partial sums to FP32 registers every 128 K (the wgmma family): half a BF16
+ * ulp, plus 2^-12 * mag, plus the same 2^-100 floor. Hopper's FP8 wgmma keeps about 14 bits of
+ * its running sum inside one MMA chain (docs/kernels-fp8-wgmma.md gives the sources and the
+ * measured error), so each 128-K block's partial is off by up to about 2^-13 of the magnitude
+ * of its own products; summed over the blocks that stays under 2^-13 * mag, and 2^-12 leaves a
+ * factor of two. A layout or indexing bug still shows: it is off by O(|ref|). */
+double jit__ref_tolerance_fp8_tensor(double ref, double mag);
+
 /* Block-scaled GEMM (route tcgen05, formats-facts.md 2.0): out[m][j] for j < Nout, before
  * rounding, from the bytes the GPU reads. a: [M][lda_bytes], b: [N][ldb_bytes], elements of
  * spec->a / spec->b (E4M3, E5M2, or E2M1 two per byte with element 2i in the low nibble);

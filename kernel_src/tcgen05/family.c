@@ -131,5 +131,6 @@ const jit__family_t jit__family_tcgen05 = {
     .launch = launch,
     .release = release,
     .reference = reference,
+    .tolerance = jit__ref_tolerance,
     .launch_opt_in = "JITGEMM_ALLOW_UNVERIFIED_TCGEN05",
 };

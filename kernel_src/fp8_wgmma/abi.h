@@ -1,0 +1,41 @@
+/*
+ * The parameter block of the FP8 wgmma kernel, mirrored field for field by Fp8WgmmaParams in
+ * kernel_src/fp8_wgmma/device/fp8_wgmma.cuh. It is passed by value as `const __grid_constant__`,
+ * because TMA reads the tensor maps through their parameter-space address.
+ *
+ * Tensor maps (cuTensorMapEncodeTiled): A and B as UINT8 (TMA copies bytes; E4M3 needs no
+ * conversion), rank 2, dims {K, rows}, stride {row bytes}, box {128, BM or BN}, element strides
+ * {1, 1}, no interleave, 128-byte swizzle (one 128-byte row of K per swizzle span, what the
+ * wgmma descriptors expect), L2 promotion 256 B, OOB fill none (out-of-range elements read as
+ * zero, which is how ragged M, N and K are padded).
+ */
+#ifndef JIT_FP8_WGMMA_ABI_H
+#define JIT_FP8_WGMMA_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct jit__wgmma_tmap {
+    _Alignas(64) uint64_t w[16];
+} jit__wgmma_tmap_t;
+
+typedef struct jit__wgmma_params {
+    jit__wgmma_tmap_t tmap_a; /* A [M, K] */
+    jit__wgmma_tmap_t tmap_b; /* B [N, K] */
+    const float *sa;          /* [M] */
+    const float *sb;          /* [N] */
+    const uint16_t *residual; /* BF16 [M, ldr], linear_add */
+    uint16_t *d;              /* BF16 [M, ldd] */
+    int64_t m;
+    int64_t ldd, ldr; /* elements */
+    float alpha;
+    uint32_t reserved;
+} jit__wgmma_params_t;
+
+_Static_assert(offsetof(jit__wgmma_params_t, tmap_b) == 128, "tmap_b");
+_Static_assert(offsetof(jit__wgmma_params_t, sa) == 256, "sa");
+_Static_assert(offsetof(jit__wgmma_params_t, m) == 288, "m");
+_Static_assert(offsetof(jit__wgmma_params_t, alpha) == 312, "alpha");
+_Static_assert(sizeof(jit__wgmma_params_t) == 320, "size");
+
+#endif

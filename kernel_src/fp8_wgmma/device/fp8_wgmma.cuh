@@ -1,0 +1,500 @@
+/*
+ * FP8 (E4M3 x E4M3) row-scaled GEMM for sm_90a: TMA + mbarrier ring + wgmma, warp-specialised,
+ * persistent.
+ *
+ *   acc[m][n] = sum_k A[m][k] * B[n][k]            A [M, K] and B [N, K], both K-major E4M3
+ *   linear        D[m][n] = bf16(alpha * sa[m] * sb[n] * acc[m][n])
+ *   linear_add    D[m][n] = bf16(alpha * sa[m] * sb[n] * acc[m][n] + float(R[m][n]))
+ *   linear_swiglu D[m][j] = bf16(silu(g) * u), g / u = scaled acc of B rows 2j / 2j+1
+ *
+ * Block of 384 threads = 3 warpgroups, one CTA per SM:
+ *   warpgroup 0  producer: gives registers away (setmaxnreg.dec); one thread issues the TMA loads
+ *                of A (BM x 128) and B (BN x 128) per 128-K block into a STAGES-deep ring.
+ *   warpgroups 1, 2  consumers: each owns BM/2 rows of the BM x BN tile (one or two m64 wgmma
+ *                waves) and all BN columns; they wait on full[s], issue 4 wgmma k32 steps, and
+ *                hand the slot back through empty[s]; then the epilogue for their rows.
+ * The grid is persistent: CTA b takes tiles b, b + gridDim.x, ... in grouped raster order (GROUP_M
+ * m-tiles walk the n-tiles together, so concurrently running CTAs share A and B rows in L2). The
+ * stage/phase counters run on across tiles, so the producer streams the next tile's K blocks while
+ * the consumers are still in the epilogue of the last one.
+ *
+ * Ragged M, N and K come from TMA: boxes past the tensor edge are zero-filled (and still count in
+ * the transaction bytes). The epilogue never reads sa/sb past M/N and never writes past M/Nout.
+ *
+ * Accumulation (PROMOTE):
+ *   0  "fast": the whole K accumulates in the wgmma accumulators (FP8 wgmma keeps ~14 mantissa bits
+ *      in its internal sums, so error grows with K);
+ *   1  "promotion": each 128-K block goes into a fresh accumulator (scale_d = 0 on its first k32)
+ *      and is added into FP32 registers. When 3 x WAVES x BN/2 <= 192 (BM 128, BN <= 128) two
+ *      partial accumulators alternate, so the add of block kb-1 overlaps block kb's wgmmas;
+ *      otherwise one partial accumulator and a full wgmma wait per block.
+ *   2  diagnostic: promotion after every k32 wgmma (slow; isolates the in-instruction error).
+ */
+#ifndef JITGEMM_FP8_WGMMA_CUH
+#define JITGEMM_FP8_WGMMA_CUH
+
+#include "device/common.cuh"
+#include "device/sm90.cuh"
+
+/* The kernel's only parameter, passed by value as `const __grid_constant__` (the tensor maps must
+ * live in parameter space for TMA). Mirrored field for field by kernel_src/fp8_wgmma/abi.h. */
+struct Fp8WgmmaParams {
+    jit_tmap tmap_a;     /*   0: A [M, K] u8, box 128 x BM, 128B swizzle */
+    jit_tmap tmap_b;     /* 128: B [N, K] u8, box 128 x BN, 128B swizzle */
+    const float *sa;     /* 256: [M] row scales */
+    const float *sb;     /* 264: [N] column (B row) scales */
+    const u16 *residual; /* 272: BF16 [M, ldr], linear_add only (else unused, may be null) */
+    u16 *d;              /* 280: BF16 [M, ldd] output */
+    i64 m;               /* 288: rows of A and D, >= 1 */
+    i64 ldd;             /* 296: D row stride in elements, >= Nout */
+    i64 ldr;             /* 304: residual row stride in elements */
+    float alpha;         /* 312 */
+    u32 reserved;        /* 316: keep 0 */
+};
+
+enum Fp8WgmmaEpilogue {
+    FP8W_EPI_LINEAR = 0,
+    FP8W_EPI_LINEAR_ADD = 1,
+    FP8W_EPI_LINEAR_SWIGLU = 2,
+};
+
+/*
+ * BM        128 (two consumer warpgroups x 64 rows) or 256 (x 128 rows: two m64 waves each)
+ * BN        32..256, multiple of 32 (of 64 for swiglu); one wgmma m64nBNk32 per wave and k32
+ * STAGES    depth of the TMA ring, >= 2; SMEM_BYTES must stay within 232448
+ * N, K      problem size; K % 16 == 0, N even for swiglu
+ * EPILOGUE  Fp8WgmmaEpilogue
+ * PROMOTE   0 fast accumulation, 1 FP32 promotion every 128 K, 2 every 32 K (diagnostic, slow),
+ *           3 promotion every 128 K with two partial accumulators (ptxas serialises its wgmmas:
+ *           C7514, reading one partial while the other's wgmmas are in flight; kept to measure)
+ * GROUP_M   m-tiles per raster group (>= 1)
+ * PRODUCER_REGS / CONSUMER_REGS  setmaxnreg budgets: 40/232 or 24/240
+ * ORDERED   1: with PROMOTE 1, the consumer warpgroups issue each 128-K block in turn (named
+ *           barriers), so one warpgroup's wgmmas queue behind the other's and each adds its
+ *           partial into FP32 while the other's run (see mainloop)
+ */
+template <int BM, int BN, int STAGES, int N, int K, int EPILOGUE, int PROMOTE, int GROUP_M = 8,
+          int PRODUCER_REGS = 40, int CONSUMER_REGS = 232, int ORDERED = 0>
+struct Fp8WgmmaKernel {
+    enum : int {
+        THREADS = 384,
+        BK = 128,                  /* K per stage: one 128-byte swizzle span per row */
+        WAVES = BM / 128,          /* m64 wgmma waves per consumer warpgroup */
+        WG_ROWS = BM / 2,          /* rows owned by one consumer warpgroup */
+        ACC = BN / 2,              /* f32 accumulator registers per wave and thread */
+        NOUT = EPILOGUE == FP8W_EPI_LINEAR_SWIGLU ? N / 2 : N,
+        TILE_NOUT = EPILOGUE == FP8W_EPI_LINEAR_SWIGLU ? BN / 2 : BN,
+        EPI_CH = 32,               /* output columns staged per epilogue chunk */
+        EPI_CH_IN = EPILOGUE == FP8W_EPI_LINEAR_SWIGLU ? 2 * EPI_CH : EPI_CH, /* acc columns */
+        EPI_PITCH = EPI_CH * 2 + 16, /* staged row bytes; the 16-byte pad spreads rows over banks */
+        A_BYTES = BM * BK,
+        B_BYTES = BN * BK,
+        STAGE_BYTES = A_BYTES + B_BYTES,
+        STAGING_OFFSET = STAGES * STAGE_BYTES,
+        STAGING_BYTES = 2 * WG_ROWS * EPI_PITCH,
+        BAR_OFFSET = STAGING_OFFSET + STAGING_BYTES,
+        SMEM_BYTES = BAR_OFFSET + 2 * STAGES * 8 + 1024, /* + slack to align the base to 1024 */
+        K_BLOCKS = (K + BK - 1) / BK,
+        N_TILES = (N + BN - 1) / BN,
+        CONSUMER_WARPS = 8,
+        /* Promotion with two partial accumulators, so block kb's wgmmas run while block kb-1
+         * is added into FP32: needs 3 x WAVES x BN/2 accumulator registers. */
+        PROMOTE_DB = PROMOTE == 3,
+        /* Named barriers of the ordered issue (1 and 2 are the warpgroups' epilogue barriers). */
+        ORDER_BAR_WG0 = 3, /* warpgroup 0 has issued block s */
+        ORDER_BAR_WG1 = 4, /* warpgroup 1 has issued block s */
+    };
+
+    static_assert(BM == 128 || BM == 256, "BM is 128 or 256");
+    static_assert(BN >= 32 && BN <= 256 && BN % 32 == 0, "BN is a multiple of 32 in [32, 256]");
+    static_assert(EPILOGUE != FP8W_EPI_LINEAR_SWIGLU || (BN % 64 == 0 && N % 2 == 0),
+                  "swiglu needs BN % 64 == 0 and even N");
+    static_assert(K % 16 == 0 && K > 0 && N > 0, "K % 16 == 0 (16-byte TMA strides)");
+    static_assert(STAGES >= 2, "at least two stages");
+    static_assert(A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0,
+                  "every 128B-swizzled tile must start on a 1024-byte boundary");
+    static_assert(SMEM_BYTES <= 232448, "over the 227 KB dynamic shared memory limit");
+    static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 256 <= 65536, "register file oversubscribed");
+    static_assert(!PROMOTE || WAVES * BN <= 192, "promotion needs 2 x WAVES x BN/2 accumulators");
+    static_assert(PROMOTE != 3 || 3 * WAVES * ACC <= 192, "double-buffered promotion registers");
+    static_assert(!ORDERED || PROMOTE == 1, "ordered issue is a form of PROMOTE 1");
+
+    /* Tile `tile` of the persistent sequence -> (m-tile, n-tile), grouped raster. */
+    static __device__ __forceinline__ void tile_coords(int tile, int m_tiles, int &mt, int &nt) {
+        const int per_group = GROUP_M * N_TILES;
+        const int group = tile / per_group;
+        const int first_m = group * GROUP_M;
+        const int rows = min_of(m_tiles - first_m, (int)GROUP_M);
+        const int in_group = tile - group * per_group;
+        mt = first_m + in_group % rows;
+        nt = in_group / rows;
+    }
+
+    /* ---- producer: one thread streams A and B K-blocks into the ring ---- */
+    static __device__ __forceinline__ void producer(const Fp8WgmmaParams &p, u32 smem, u32 full_bar,
+                                                    u32 empty_bar, int num_tiles, int m_tiles) {
+        int stage = 0;
+        u32 phase = 0;
+        for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+            int mt, nt;
+            tile_coords(tile, m_tiles, mt, nt);
+            for (int kb = 0; kb < K_BLOCKS; kb++) {
+                /* First pass: parity phase^1 = 1 is "the phase before", complete at once. */
+                mbar_wait(empty_bar + stage * 8, phase ^ 1);
+                const u32 bar = full_bar + stage * 8;
+                mbar_arrive_expect_tx(bar, STAGE_BYTES);
+                tma_load_2d(smem + stage * A_BYTES, &p.tmap_a, bar, kb * BK, mt * BM);
+                tma_load_2d(smem + STAGES * A_BYTES + stage * B_BYTES, &p.tmap_b, bar, kb * BK,
+                            nt * BN);
+                if (++stage == STAGES) {
+                    stage = 0;
+                    phase ^= 1;
+                }
+            }
+        }
+    }
+
+    /* One 128-K block: 4 k32 steps for every wave of this warpgroup. scale_d == 0 on the first
+     * step starts a fresh accumulation run. */
+    static __device__ __forceinline__ void mma_block(float (&acc)[WAVES][ACC], u32 a_addr,
+                                                     u32 b_addr, bool fresh) {
+#pragma unroll
+        for (int w = 0; w < WAVES; w++)
+            reg_fence_all(acc[w]);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 32; kk++) {
+            const u64 desc_b = wgmma_desc_sw128(b_addr + kk * 32);
+#pragma unroll
+            for (int w = 0; w < WAVES; w++) {
+                const u64 desc_a = wgmma_desc_sw128(a_addr + w * 64 * BK + kk * 32);
+                WgmmaFp8<BN>::mma(acc[w], desc_a, desc_b, (fresh && kk == 0) ? 0u : 1u);
+            }
+        }
+        wgmma_commit();
+#pragma unroll
+        for (int w = 0; w < WAVES; w++)
+            reg_fence_all(acc[w]);
+    }
+
+    /* One k32 step into a fresh accumulator (PROMOTE == 2 only). */
+    static __device__ __forceinline__ void mma_k32(float (&acc)[WAVES][ACC], u32 a_addr, u32 b_addr) {
+#pragma unroll
+        for (int w = 0; w < WAVES; w++)
+            reg_fence_all(acc[w]);
+        wgmma_fence();
+#pragma unroll
+        for (int w = 0; w < WAVES; w++)
+            WgmmaFp8<BN>::mma(acc[w], wgmma_desc_sw128(a_addr + w * 64 * BK),
+                              wgmma_desc_sw128(b_addr), 0u);
+        wgmma_commit();
+    }
+
+    /* Hand slot `stage` back to the producer: one arrival per consumer warp. */
+    static __device__ __forceinline__ void release(u32 empty_bar, int stage, int lane) {
+        if (lane == 0)
+            mbar_arrive(empty_bar + stage * 8);
+    }
+
+    /* acc (+)= part once part's wgmmas have completed (first: acc = part). */
+    static __device__ __forceinline__ void promote_add(float (&acc)[WAVES][ACC],
+                                                       float (&part)[WAVES][ACC], bool first) {
+#pragma unroll
+        for (int w = 0; w < WAVES; w++) {
+            reg_fence_all(part[w]);
+#pragma unroll
+            for (int i = 0; i < ACC; i++)
+                acc[w][i] = first ? part[w][i] : acc[w][i] + part[w][i];
+        }
+    }
+
+    /* One 128-K block of the double-buffered promotion: issue block kb into `cur`, then, with
+     * kb's wgmmas in flight, wait for block kb-1 (in `prev`), add it and free its slot. */
+    static __device__ __forceinline__ void promote_step(float (&acc)[WAVES][ACC],
+                                                        float (&cur)[WAVES][ACC],
+                                                        float (&prev)[WAVES][ACC], int kb,
+                                                        u32 a_base, u32 b_base, u32 full_bar,
+                                                        u32 empty_bar, int lane, int &stage,
+                                                        u32 &phase, int &prev_stage) {
+        mbar_wait(full_bar + stage * 8, phase);
+        mma_block(cur, a_base + stage * A_BYTES, b_base + stage * B_BYTES, true);
+        if (kb > 0) {
+            wgmma_wait<1>();
+            promote_add(acc, prev, kb == 1);
+            release(empty_bar, prev_stage, lane);
+        }
+        prev_stage = stage;
+        if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1;
+        }
+    }
+
+    /* Double-buffered promotion main loop for one tile (PROMOTE_DB). The loop is unrolled by two
+     * so each partial accumulator keeps compile-time register names. */
+    static __device__ __forceinline__ void mainloop_promote_db(float (&acc)[WAVES][ACC], u32 smem,
+                                                               u32 full_bar, u32 empty_bar, int cwg,
+                                                               int lane, int &stage, u32 &phase) {
+        const u32 a_base = smem + cwg * WG_ROWS * BK;
+        const u32 b_base = smem + STAGES * A_BYTES;
+        float part0[WAVES][ACC], part1[WAVES][ACC];
+        int prev_stage = 0;
+        for (int kb = 0; kb < K_BLOCKS; kb += 2) {
+            promote_step(acc, part0, part1, kb, a_base, b_base, full_bar, empty_bar, lane, stage,
+                         phase, prev_stage);
+            if (kb + 1 < K_BLOCKS)
+                promote_step(acc, part1, part0, kb + 1, a_base, b_base, full_bar, empty_bar, lane,
+                             stage, phase, prev_stage);
+        }
+        wgmma_wait<0>();
+        if ((K_BLOCKS - 1) % 2 == 0)
+            promote_add(acc, part0, K_BLOCKS == 1);
+        else
+            promote_add(acc, part1, K_BLOCKS == 1);
+        release(empty_bar, prev_stage, lane);
+    }
+
+    /* ---- consumer main loop for one tile: acc = A rows x B rows over all of K ---- */
+    static __device__ __forceinline__ void mainloop(float (&acc)[WAVES][ACC],
+                                                    float (&part)[WAVES][ACC], u32 smem,
+                                                    u32 full_bar, u32 empty_bar, int cwg, int lane,
+                                                    int &stage, u32 &phase, int &seq, int total) {
+        const u32 a_base = smem + cwg * WG_ROWS * BK;
+        const u32 b_base = smem + STAGES * A_BYTES;
+        int prev_stage = 0;
+        for (int kb = 0; kb < K_BLOCKS; kb++) {
+            mbar_wait(full_bar + stage * 8, phase);
+            const u32 a_addr = a_base + stage * A_BYTES;
+            const u32 b_addr = b_base + stage * B_BYTES;
+            if (PROMOTE == 2) {
+                /* Diagnostic: promote after every k32 step (each wgmma into a fresh accumulator).
+                 * Slow; shows how much of the error is inside one wgmma. */
+#pragma unroll
+                for (int kk = 0; kk < BK / 32; kk++) {
+                    mma_k32(part, a_addr + kk * 32, b_addr + kk * 32);
+                    wgmma_wait<0>();
+#pragma unroll
+                    for (int w = 0; w < WAVES; w++) {
+                        reg_fence_all(part[w]);
+#pragma unroll
+                        for (int i = 0; i < ACC; i++)
+                            acc[w][i] = (kb == 0 && kk == 0) ? part[w][i] : acc[w][i] + part[w][i];
+                    }
+                }
+                release(empty_bar, stage, lane);
+            } else if (PROMOTE) {
+                /* Ordered issue: warpgroup 1 issues block s after warpgroup 0 did, and
+                 * warpgroup 0 issues block s+1 after warpgroup 1 issued block s. The tensor
+                 * cores then run the two warpgroups' blocks one after the other, so while one
+                 * waits for its block and adds it into FP32, the other's block keeps them busy
+                 * (issued together, both blocks would finish together and both warpgroups
+                 * would add at once, the tensor cores idle). `seq` counts the blocks of every
+                 * tile of this CTA, so the pairing runs on across tiles; the last block's
+                 * signal to warpgroup 0 is not sent, as nobody would wait for it. */
+                if (ORDERED) {
+                    if (cwg == 1)
+                        named_bar_sync(ORDER_BAR_WG0, 256);
+                    else if (seq > 0)
+                        named_bar_sync(ORDER_BAR_WG1, 256);
+                }
+                mma_block(part, a_addr, b_addr, true);
+                if (ORDERED) {
+                    if (cwg == 0)
+                        named_bar_arrive(ORDER_BAR_WG0, 256);
+                    else if (seq + 1 < total)
+                        named_bar_arrive(ORDER_BAR_WG1, 256);
+                }
+                seq++;
+                wgmma_wait<0>();
+#pragma unroll
+                for (int w = 0; w < WAVES; w++)
+                    reg_fence_all(part[w]);
+                release(empty_bar, stage, lane);
+#pragma unroll
+                for (int w = 0; w < WAVES; w++)
+#pragma unroll
+                    for (int i = 0; i < ACC; i++)
+                        acc[w][i] = kb == 0 ? part[w][i] : acc[w][i] + part[w][i];
+            } else {
+                mma_block(acc, a_addr, b_addr, kb == 0);
+                /* Keep one batch in flight: the previous block's wgmmas are done, so its slot is
+                 * free. */
+                wgmma_wait<1>();
+                if (kb > 0)
+                    release(empty_bar, prev_stage, lane);
+                prev_stage = stage;
+            }
+            if (++stage == STAGES) {
+                stage = 0;
+                phase ^= 1;
+            }
+        }
+        if (!PROMOTE) {
+            wgmma_wait<0>();
+#pragma unroll
+            for (int w = 0; w < WAVES; w++)
+                reg_fence_all(acc[w]);
+            release(empty_bar, prev_stage, lane);
+        }
+    }
+
+    /* ---- epilogue: scale, apply, round once to BF16, stage, coalesced stores ----
+     * Accumulator layout (m64nBN f32): warp q of the warpgroup, lane = 4g + t holds rows
+     * 16q + g (regs 4j, 4j+1) and 16q + g + 8 (regs 4j+2, 4j+3) at columns 8j + 2t, 8j + 2t + 1.
+     * The tile is written in chunks of EPI_CH output columns through this warpgroup's staging
+     * buffer (WG_ROWS x EPI_PITCH bytes), then stored row by row: 16-byte stores when D's rows are
+     * 16-byte aligned and the chunk is whole, else element stores. */
+    static __device__ __forceinline__ void epilogue(const Fp8WgmmaParams &p,
+                                                    const float (&acc)[WAVES][ACC], u8 *staging,
+                                                    int mt, int nt, int cwg, int tid) {
+        const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+        const i64 m = p.m;
+        const i64 row0 = (i64)mt * BM + cwg * WG_ROWS; /* first row of this warpgroup */
+        const int n0 = nt * BN;                         /* first acc column of the tile */
+
+        /* alpha * sa for this thread's rows; rows past M get 0 and are never stored. */
+        float rs[WAVES][2];
+#pragma unroll
+        for (int w = 0; w < WAVES; w++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const i64 r = row0 + w * 64 + warp * 16 + g + 8 * h;
+                rs[w][h] = r < m ? p.alpha * p.sa[r] : 0.0f;
+            }
+
+        const bool d_vec = (p.ldd % 8 == 0) && (((u64)p.d & 15) == 0);
+        const bool r_vec = EPILOGUE == FP8W_EPI_LINEAR_ADD && (p.ldr % 2 == 0) &&
+                           (((u64)p.residual & 3) == 0);
+
+#pragma unroll
+        for (int c = 0; c < TILE_NOUT / EPI_CH; c++) {
+            /* 1. registers -> staging (this chunk's accumulator columns only) */
+#pragma unroll
+            for (int jj = 0; jj < EPI_CH_IN / 8; jj++) {
+                const int j = c * (EPI_CH_IN / 8) + jj;
+                const int col = n0 + 8 * j + 2 * t;
+                const float s0 = col < N ? p.sb[col] : 0.0f;
+                const float s1 = col + 1 < N ? p.sb[col + 1] : 0.0f;
+#pragma unroll
+                for (int w = 0; w < WAVES; w++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int srow = w * 64 + warp * 16 + g + 8 * h;
+                        float v0 = acc[w][4 * j + 2 * h] * rs[w][h] * s0;
+                        float v1 = acc[w][4 * j + 2 * h + 1] * rs[w][h] * s1;
+                        if (EPILOGUE == FP8W_EPI_LINEAR_SWIGLU) {
+                            /* gate/up pair (acc columns 2i, 2i+1) -> output column i */
+                            *(u16 *)(staging + srow * EPI_PITCH + (4 * j + t - c * EPI_CH) * 2) =
+                                to_bf16(swiglu(v0, v1));
+                        } else {
+                            if (EPILOGUE == FP8W_EPI_LINEAR_ADD) {
+                                const i64 r = row0 + srow;
+                                if (r < m && col < N) {
+                                    const u16 *rrow = p.residual + r * p.ldr;
+                                    if (r_vec && col + 1 < N) {
+                                        const u32 rv = *(const u32 *)(rrow + col);
+                                        v0 += bits_to_float(rv << 16);
+                                        v1 += bits_to_float(rv & 0xFFFF0000u);
+                                    } else {
+                                        v0 += bf16_to_float(rrow[col]);
+                                        if (col + 1 < N)
+                                            v1 += bf16_to_float(rrow[col + 1]);
+                                    }
+                                }
+                            }
+                            *(u32 *)(staging + srow * EPI_PITCH + (8 * j + 2 * t - c * EPI_CH) * 2) =
+                                pack_bf16x2(v0, v1);
+                        }
+                    }
+            }
+            named_bar_sync(1 + cwg, 128);
+
+            /* 2. staging -> global: EPI_CH / 8 16-byte units per row */
+            enum : int { UNITS = EPI_CH / 8 };
+#pragma unroll
+            for (int it = 0; it < WG_ROWS * UNITS / 128; it++) {
+                const int u = tid + 128 * it;
+                const int r = u / UNITS, cu = u % UNITS;
+                const i64 grow = row0 + r;
+                const int gcol = nt * TILE_NOUT + c * EPI_CH + cu * 8;
+                if (grow < m && gcol < NOUT) {
+                    const uint4 v = *(const uint4 *)(staging + r * EPI_PITCH + cu * 16);
+                    u16 *dst = p.d + grow * p.ldd + gcol;
+                    if (d_vec && gcol + 8 <= NOUT) {
+                        st_global_v4(dst, v.x, v.y, v.z, v.w);
+                    } else {
+                        const u32 words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                        for (int e = 0; e < 8; e++)
+                            if (gcol + e < NOUT)
+                                dst[e] = (u16)(words[e >> 1] >> (16 * (e & 1)));
+                    }
+                }
+            }
+            /* The next chunk (or tile) overwrites the staging buffer. */
+            named_bar_sync(1 + cwg, 128);
+        }
+    }
+
+    static __device__ __forceinline__ void consumer(const Fp8WgmmaParams &p, u32 smem,
+                                                    u8 *smem_ptr, u32 full_bar, u32 empty_bar,
+                                                    int cwg, int num_tiles, int m_tiles) {
+        const int tid = threadIdx.x & 127;
+        u8 *staging = smem_ptr + STAGING_OFFSET + cwg * WG_ROWS * EPI_PITCH;
+        float acc[WAVES][ACC];
+        float part[WAVES][ACC]; /* single-buffered promotion only; optimised away otherwise */
+        int stage = 0;
+        u32 phase = 0;
+        /* 128-K blocks this CTA runs over all its tiles (the ordered issue pairs them up). */
+        const int my_tiles = (num_tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x;
+        const int total = my_tiles * K_BLOCKS;
+        int seq = 0;
+        for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+            int mt, nt;
+            tile_coords(tile, m_tiles, mt, nt);
+            if (PROMOTE_DB)
+                mainloop_promote_db(acc, smem, full_bar, empty_bar, cwg, tid & 31, stage, phase);
+            else
+                mainloop(acc, part, smem, full_bar, empty_bar, cwg, tid & 31, stage, phase, seq,
+                         total);
+            epilogue(p, acc, staging, mt, nt, cwg, tid);
+        }
+    }
+
+    static __device__ __forceinline__ void run(const Fp8WgmmaParams &p) {
+        extern __shared__ __align__(1024) u8 jit_smem[];
+        /* Align the ring to 1024 bytes in the shared window: the 128B swizzle is a function of
+         * the absolute address, so a misaligned base silently scrambles every tile. */
+        const u32 raw = smem_addr(jit_smem);
+        const u32 smem = (raw + 1023) & ~1023u;
+        u8 *smem_ptr = jit_smem + (smem - raw);
+        const u32 full_bar = smem + BAR_OFFSET;
+        const u32 empty_bar = full_bar + STAGES * 8;
+
+        if (threadIdx.x == 0) {
+            for (int s = 0; s < STAGES; s++) {
+                mbar_init(full_bar + s * 8, 1);                /* producer's arrive.expect_tx */
+                mbar_init(empty_bar + s * 8, CONSUMER_WARPS); /* one arrival per consumer warp */
+            }
+            fence_mbarrier_init();
+        } else if (threadIdx.x == 32) {
+            prefetch_tmap(&p.tmap_a);
+            prefetch_tmap(&p.tmap_b);
+        }
+        __syncthreads();
+
+        const int m_tiles = (int)((p.m + BM - 1) / BM);
+        const int num_tiles = m_tiles * N_TILES;
+        const int wg = threadIdx.x >> 7;
+        if (wg == 0) {
+            setmaxnreg_dec<PRODUCER_REGS>();
+            if (threadIdx.x == 0)
+                producer(p, smem, full_bar, empty_bar, num_tiles, m_tiles);
+        } else {
+            setmaxnreg_inc<CONSUMER_REGS>();
+            consumer(p, smem, smem_ptr, full_bar, empty_bar, wg - 1, num_tiles, m_tiles);
+        }
+    }
+};
+
+#endif /* JITGEMM_FP8_WGMMA_CUH */

@@ -1,0 +1,305 @@
+/*
+ * The FP8 wgmma family's registry row (sm_90a): which problems it takes, the cost model that
+ * picks its tile per token band, its key fields, its launch (tensor maps cached per operand
+ * pointer and shape) and its reference (the row-scaled one the mma.sync family shares).
+ */
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "abi.h"
+#include "reference.h"
+#include "wgmma.h"
+
+/* Shared memory per CTA the kernel may use (sm_90a's opt-in maximum, 227 KiB). */
+#define SMEM_LIMIT 232448u
+#define BK 128
+#define MAX_STAGES 8
+
+static jit_status_t supports(const jit__gemm_spec_t *s, const jit__arch_profile_t *arch,
+                             jit__diag_t *d) {
+    if (s->scales != JIT_SCALE_ROW || !arch->has_wgmma || arch->sm != 90)
+        return JIT_UNSUPPORTED;
+    if (s->a != JIT_DTYPE_E4M3 || s->b != JIT_DTYPE_E4M3 || s->out != JIT_DTYPE_BF16)
+        return JIT_UNSUPPORTED; /* the mma.sync family words the refusal */
+    /* TMA needs 16-byte global strides: K bytes per row. */
+    if (s->k % 16 != 0)
+        return jit__fail(d, JIT_MISALIGNED, "k=%lld must be a multiple of 16 for FP8 operands",
+                         (long long)s->k);
+    return JIT_OK;
+}
+
+uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages) {
+    /* The ring, then the epilogue staging (two warpgroups x BM/2 rows x 80 bytes: 32 BF16
+     * columns plus a 16-byte pad), the full/empty barriers, and 1 KiB of slack so the kernel
+     * can round its base up to the 1024-byte swizzle atom. */
+    uint32_t ring = (uint32_t)stages * (uint32_t)(bm + bn) * BK;
+    uint32_t staging = (uint32_t)bm * 80u;
+    return ring + staging + 16u * (uint32_t)stages + 1024u;
+}
+
+static int max_stages(int bm, int bn) {
+    int s = MAX_STAGES;
+    while (s >= 2 && jit__wgmma_smem_bytes(bm, bn, s) > SMEM_LIMIT)
+        s--;
+    return s;
+}
+
+/* ---- the cost model ----------------------------------------------------------------------- */
+
+/* Rates of an H200 (sm_90a, 132 SMs) as the model uses them; docs/performance.md says how they
+ * were fitted against the measured sweep. */
+typedef struct wgmma_model {
+    double mma_flops_per_sm;  /* achieved FP8 wgmma rate of one SM, FLOP/s */
+    double load_bytes_per_sm; /* operand bytes one SM takes in from L2 per second */
+    double dram_bytes_per_s;  /* HBM bandwidth */
+    double tile_overhead_us;  /* per tile: pipeline fill and epilogue */
+    double launch_us;         /* launch and the first tile's start */
+} wgmma_model_t;
+
+static const wgmma_model_t k_model = {
+    .mma_flops_per_sm = 11.5e12,
+    .load_bytes_per_sm = 75e9,
+    .dram_bytes_per_s = 3.9e12,
+    .tile_overhead_us = 1.5,
+    .launch_us = 4.0,
+};
+
+/* The share of a block's tensor-core time that the promotion of partial sums adds when the two
+ * consumer warpgroups issue together (both add at once, the tensor cores idle) and when they
+ * issue in turn (each adds while the other's block runs). */
+#define PROMOTE_EXPOSED 0.25
+#define PROMOTE_EXPOSED_ORDERED 0.05
+
+static double modelled_us(const jit__plan_t *p, int bm, int bn, int ordered, int64_t m) {
+    const jit__gemm_spec_t *s = &p->spec;
+    const wgmma_model_t *c = &k_model;
+    double k = (double)s->k;
+    int64_t tiles = (m + bm - 1) / bm * ((s->n + bn - 1) / bn);
+    int64_t waves = (tiles + p->sm_count - 1) / p->sm_count;
+    double t_mma = 2.0 * bm * bn * k / c->mma_flops_per_sm;
+    double t_load = (double)(bm + bn) * k / c->load_bytes_per_sm;
+    t_mma *= 1.0 + (ordered ? PROMOTE_EXPOSED_ORDERED : PROMOTE_EXPOSED);
+    double t_tile = (t_mma > t_load ? t_mma : t_load) * 1e6 + c->tile_overhead_us;
+    double out_bytes = 2.0 * (double)m * (double)jit__spec_out_cols(s);
+    if (s->epilogue == JIT_EPILOGUE_LINEAR_ADD)
+        out_bytes *= 2;
+    double dram = ((double)m * k + (double)s->n * k + out_bytes) / c->dram_bytes_per_s * 1e6;
+    double compute = (double)waves * t_tile;
+    return (compute > dram ? compute : dram) + c->launch_us;
+}
+
+/* The tiles the model weighs. Promotion keeps a partial and a running accumulator per thread,
+ * 2 x BN/2 registers for BM 128 (one m64 wave per consumer warpgroup), so BN stops at 192;
+ * swiglu needs BN a multiple of 64 (gate/up pairs stay in one thread). */
+static const int k_tiles[][2] = {{128, 64}, {128, 128}, {128, 160}, {128, 192}};
+
+/* The two forms of the kernel the model weighs per tile: consumer warpgroups issuing each
+ * 128-K block together, or in turn. */
+static const char *const k_routes[2] = {"wgmma_tma", "wgmma_tma_ordered"};
+
+/* Make candidate `index` the plan. */
+static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
+    (void)d;
+    jit__wgmma_plan_t *wp = jit__wgmma_of(p);
+    const jit__plan_candidate_t *w = &p->candidates[index];
+    p->chosen = index;
+    p->modelled_us = w->modelled_us;
+    wp->bm = w->tile_m;
+    wp->bn = w->tile_n;
+    wp->stages = w->stages;
+    /* FP8 wgmma keeps about 14 bits of its running sum, so partial sums are promoted to FP32
+     * every 128 K, as torch._scaled_mm does by default; accumulating the whole K inside wgmma
+     * measured 20-49 times the FP32 tolerance (docs/kernels-fp8-wgmma.md). */
+    wp->promote = 1;
+    wp->ordered = strcmp(w->route, k_routes[1]) == 0;
+    wp->group_m = 8;
+    wp->producer_regs = 40;
+    wp->consumer_regs = 232;
+    p->tile_m = wp->bm;
+    p->tile_n = wp->bn;
+    p->tile_k = BK;
+    p->stages = wp->stages;
+    p->threads = 384;
+    p->smem_bytes = jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages);
+    p->persistent = 1;
+    p->cluster_m = p->cluster_n = 1;
+    return JIT_OK;
+}
+
+static jit_status_t plan(jit__plan_t *p, jit__diag_t *d) {
+    int best = -1;
+    for (size_t i = 0; i < sizeof(k_tiles) / sizeof(k_tiles[0]); i++) {
+        int bm = k_tiles[i][0], bn = k_tiles[i][1];
+        int stages = max_stages(bm, bn);
+        if (p->spec.epilogue == JIT_EPILOGUE_LINEAR_SWIGLU && bn % 64 != 0)
+            continue;
+        if (stages < 3)
+            continue;
+        for (int ordered = 0; ordered < 2; ordered++) {
+            double t = modelled_us(p, bm, bn, ordered, p->model_m);
+            jit__plan_add_candidate(p, k_routes[ordered], bm, bn, stages, t);
+            if (best < 0 || t < p->candidates[best].modelled_us)
+                best = p->n_candidates - 1;
+        }
+    }
+    if (best < 0)
+        return jit__fail(d, JIT_PLAN_FAILED, "no wgmma tile fits %u bytes of shared memory",
+                         SMEM_LIMIT);
+    return apply(p, best, d);
+}
+
+static jit_status_t replan(jit__plan_t *p, int index, jit__diag_t *d) {
+    if (index < 0 || index >= p->n_candidates)
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "wgmma family: no candidate %d", index);
+    return apply(p, index, d);
+}
+
+static void key_fields(const jit__plan_t *p, jit__sb_t *sb) {
+    const jit__wgmma_plan_t *wp = jit__wgmma_cof(p);
+    jit__sb_printf(sb, " promote=%d ordered=%d group_m=%d regs=%d/%d", wp->promote, wp->ordered,
+                   wp->group_m, wp->producer_regs, wp->consumer_regs);
+}
+
+static int plan_to_json(const jit__plan_t *p, void *json_object) {
+    const jit__wgmma_plan_t *wp = jit__wgmma_cof(p);
+    return json_object_set_new((json_t *)json_object, "wgmma",
+                               json_pack("{sisisisisis{sisi}}", "promote", wp->promote, "ordered",
+                                         wp->ordered, "group_m", wp->group_m, "consumer_warpgroups",
+                                         2, "producer_warpgroups", 1, "setmaxnreg", "producer",
+                                         wp->producer_regs, "consumer", wp->consumer_regs));
+}
+
+unsigned jit__wgmma_grid(const jit__plan_t *plan, int64_t m) {
+    const jit__wgmma_plan_t *wp = jit__wgmma_cof(plan);
+    int64_t tiles = (m + wp->bm - 1) / wp->bm * ((plan->spec.n + wp->bn - 1) / wp->bn);
+    return (unsigned)(tiles < plan->sm_count ? tiles : plan->sm_count);
+}
+
+/* ---- launch ------------------------------------------------------------------------------- */
+
+/* The last tensor map encoded for each operand: a serving loop calls with the same weights
+ * (and often the same activation buffer) every time, and encoding costs about a microsecond. */
+typedef struct tmap_memo {
+    const void *ptr;
+    int64_t rows, ld;
+    jit__wgmma_tmap_t map;
+} tmap_memo_t;
+
+typedef struct wgmma_state {
+    pthread_mutex_t lock;
+    tmap_memo_t a, b;
+} wgmma_state_t;
+
+static jit_status_t prepare(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
+                            void **state, jit__diag_t *d) {
+    (void)drv, (void)fn, (void)plan;
+    wgmma_state_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return jit__fail(d, JIT_OUT_OF_MEMORY, "wgmma launch state");
+    pthread_mutex_init(&s->lock, NULL);
+    *state = s;
+    return JIT_OK;
+}
+
+static void release(const jit__driver_t *drv, void *state) {
+    (void)drv;
+    wgmma_state_t *s = state;
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+static jit_status_t encode(const jit__driver_t *drv, tmap_memo_t *memo, const void *ptr,
+                           int64_t rows, int64_t k, int64_t ld, int box_rows, const char *what,
+                           jit__diag_t *d) {
+    if (memo->ptr == ptr && memo->rows == rows && memo->ld == ld && ptr)
+        return JIT_OK;
+    cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)rows};
+    cuuint64_t strides[1] = {(cuuint64_t)ld};
+    cuuint32_t box[2] = {BK, (cuuint32_t)box_rows};
+    cuuint32_t elem[2] = {1, 1};
+    CUtensorMap map;
+    CUresult r = drv->cuTensorMapEncodeTiled(
+        &map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)(uintptr_t)ptr, dims, strides, box, elem,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        memo->ptr = NULL;
+        return jit__cuda_fail(drv, r, what, d);
+    }
+    _Static_assert(sizeof(map) == sizeof(memo->map), "CUtensorMap is 128 bytes");
+    memcpy(&memo->map, &map, sizeof(map));
+    memo->ptr = ptr;
+    memo->rows = rows;
+    memo->ld = ld;
+    return JIT_OK;
+}
+
+static jit_status_t launch(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
+                           void *state, const jit__launch_args_t *a, jit__diag_t *d) {
+    wgmma_state_t *s = state;
+    const jit__wgmma_plan_t *wp = jit__wgmma_cof(plan);
+    const jit_problem_t *p = a->problem;
+    const jit_operands_t *o = a->operands;
+    jit__wgmma_params_t params;
+    memset(&params, 0, sizeof(params));
+    pthread_mutex_lock(&s->lock);
+    jit_status_t st =
+        encode(drv, &s->a, o->a, p->m, p->k, a->lda, wp->bm, "encoding the tensor map of A", d);
+    if (st == JIT_OK)
+        st =
+            encode(drv, &s->b, o->b, p->n, p->k, a->ldb, wp->bn, "encoding the tensor map of B", d);
+    if (st == JIT_OK) {
+        params.tmap_a = s->a.map;
+        params.tmap_b = s->b.map;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (st != JIT_OK)
+        return st;
+    params.sa = (const float *)o->scale_a;
+    params.sb = (const float *)o->scale_b;
+    params.residual = (const uint16_t *)o->residual;
+    params.d = (uint16_t *)o->d;
+    params.m = p->m;
+    params.ldd = a->ldd;
+    params.ldr = a->ldr;
+    params.alpha = p->alpha;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.gridDimX = jit__wgmma_grid(plan, p->m);
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = (unsigned)plan->threads;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = plan->smem_bytes;
+    cfg.hStream = a->stream;
+    void *args[] = {&params};
+    CUresult r = drv->cuLaunchKernelEx(&cfg, fn, args, NULL);
+    if (r != CUDA_SUCCESS)
+        return jit__cuda_fail(drv, r, "cuLaunchKernelEx", d);
+    return JIT_OK;
+}
+
+static void reference(const jit__gemm_spec_t *spec, const jit__ref_inputs_t *in, double *out,
+                      double *mag) {
+    jit__ref_fp8_rowscaled(spec, in->m, in->a, in->lda_bytes, in->b, in->ldb_bytes,
+                           (const float *)in->scale_a, (const float *)in->scale_b, in->residual,
+                           in->ldr, in->alpha, out, mag);
+}
+
+const jit__family_t jit__family_fp8_wgmma = {
+    .name = "fp8_wgmma",
+    .kernel_name = "jitgemm_fp8_wgmma",
+    .supports = supports,
+    .plan = plan,
+    .replan = replan,
+    .key_fields = key_fields,
+    .generate = jit__gen_fp8_wgmma,
+    .plan_to_json = plan_to_json,
+    .prepare = prepare,
+    .launch = launch,
+    .release = release,
+    .reference = reference,
+    .tolerance = jit__ref_tolerance_fp8_tensor,
+};

@@ -1,0 +1,120 @@
+/*
+ * Generator of the FP8 wgmma family. The kernel is device code in
+ * kernel_src/fp8_wgmma/device/fp8_wgmma.cuh; this file checks the plan and writes what varies per
+ * plan: the header comment with the key and the plan, the includes, a typedef instantiating
+ * Fp8WgmmaKernel with the plan's numbers, static_asserts tying it to the plan, and the entry
+ * point.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "strbuf.h"
+#include "wgmma.h"
+
+static jit_status_t check_plan(const jit__plan_t *plan, jit__diag_t *d) {
+    const jit__wgmma_plan_t *wp = jit__wgmma_cof(plan);
+    if (plan->family != &jit__family_fp8_wgmma)
+        return jit__fail(d, JIT_INTERNAL, "wgmma generator given a plan of family %s",
+                         plan->family ? plan->family->name : "(none)");
+    const jit__gemm_spec_t *s = &plan->spec;
+    if (s->a != JIT_DTYPE_E4M3 || s->b != JIT_DTYPE_E4M3 || s->out != JIT_DTYPE_BF16 ||
+        s->scales != JIT_SCALE_ROW)
+        return jit__fail(
+            d, JIT_UNSUPPORTED,
+            "the wgmma family generates e4m3 x e4m3 with row scales and bf16 out only");
+    if (s->k % 16 != 0 || s->n <= 0)
+        return jit__fail(d, JIT_INVALID_SHAPE, "wgmma family: n=%lld, k=%lld", (long long)s->n,
+                         (long long)s->k);
+    if ((wp->bm != 128 && wp->bm != 256) || wp->bn < 32 || wp->bn > 256 || wp->bn % 32 ||
+        (s->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU && wp->bn % 64))
+        return jit__fail(d, JIT_PLAN_FAILED, "wgmma family: tile %dx%d is not one it supports",
+                         wp->bm, wp->bn);
+    if (plan->smem_bytes != jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages))
+        return jit__fail(d, JIT_PLAN_FAILED,
+                         "wgmma family: plan says %u bytes of shared memory, the kernel uses %u",
+                         plan->smem_bytes, jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages));
+    return JIT_OK;
+}
+
+/* Key text inside a block comment: a stray comment terminator would end it early. */
+static void append_comment_safe(jit__sb_t *sb, const char *text) {
+    for (const char *p = text; *p; p++) {
+        jit__sb_appendn(sb, p, 1);
+        if (p[0] == '*' && p[1] == '/')
+            jit__sb_append(sb, " ");
+    }
+}
+
+static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t *key) {
+    const jit__gemm_spec_t *s = &plan->spec;
+    const jit__wgmma_plan_t *wp = jit__wgmma_cof(plan);
+    jit__sb_append(sb,
+                   "/*\n * jitgemm generated kernel: FP8 E4M3 x E4M3 GEMM with FP32 row scales, "
+                   "BF16 out.\n * Family fp8_wgmma: TMA (128B swizzle) -> mbarrier ring -> "
+                   "wgmma m64nNk32 -> epilogue.\n *\n * key:    ");
+    append_comment_safe(sb, key ? key->text : "(none)");
+    jit__sb_printf(sb, "\n * hash:   %s\n", key ? key->hash : "(none)");
+    jit__sb_printf(sb, " * target: %s\n *\n * plan:\n", key ? key->target : "(none)");
+    jit__sb_printf(sb, " *   arch %s, sm_count %d, token band %d\n", plan->arch->name,
+                   plan->sm_count, plan->token_band);
+    jit__sb_printf(sb, " *   n %lld, k %lld, epilogue %s\n", (long long)s->n, (long long)s->k,
+                   jit_epilogue_name(s->epilogue));
+    jit__sb_printf(
+        sb, " *   CTA tile %d tokens x %d B rows x 128 K bytes, %d stages, %s accumulation\n",
+        wp->bm, wp->bn, wp->stages,
+        wp->promote ? (wp->ordered ? "FP32-promoted, warpgroups in turn" : "FP32-promoted")
+                    : "wgmma");
+    jit__sb_printf(sb,
+                   " *   384 threads: 1 producer warpgroup (%d registers), 2 consumer "
+                   "warpgroups (%d)\n",
+                   wp->producer_regs, wp->consumer_regs);
+    jit__sb_printf(sb,
+                   " *   dynamic shared memory %u bytes; persistent grid, raster groups of %d "
+                   "m-tiles\n",
+                   plan->smem_bytes, wp->group_m);
+    if (plan->chosen >= 0 && plan->reason[0]) {
+        jit__sb_append(sb, " *   model: ");
+        append_comment_safe(sb, plan->reason);
+        jit__sb_append(sb, "\n");
+    }
+    if (s->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU)
+        jit__sb_append(sb, " *   SwiGLU pairing: B row 2j is gate_j, row 2j+1 is up_j; output "
+                           "column j\n");
+    jit__sb_append(sb, " */\n\n");
+}
+
+jit_status_t jit__gen_fp8_wgmma(const jit__plan_t *plan, const jit__key_t *key, char **source,
+                                jit__diag_t *d) {
+    *source = NULL;
+    jit_status_t st = check_plan(plan, d);
+    if (st != JIT_OK)
+        return st;
+    static const char *const k_epilogue[] = {"", "FP8W_EPI_LINEAR", "FP8W_EPI_LINEAR_ADD",
+                                             "FP8W_EPI_LINEAR_SWIGLU"};
+    const jit__wgmma_plan_t *wp = jit__wgmma_cof(plan);
+    jit__sb_t sb;
+    jit__sb_init(&sb);
+    emit_header(&sb, plan, key);
+    jit__sb_append(&sb, "#include \"fp8_wgmma/device/fp8_wgmma.cuh\"\n\n");
+    jit__sb_printf(
+        &sb, "typedef Fp8WgmmaKernel<%d, %d, %d, %lld, %lld, %s, %d, %d, %d, %d, %d> Kernel;\n",
+        wp->bm, wp->bn, wp->stages, (long long)plan->spec.n, (long long)plan->spec.k,
+        k_epilogue[plan->spec.epilogue], wp->promote, wp->group_m, wp->producer_regs,
+        wp->consumer_regs, wp->ordered);
+    jit__sb_printf(&sb, "static_assert(Kernel::SMEM_BYTES == %u, \"the plan's shared memory\");\n",
+                   plan->smem_bytes);
+    jit__sb_printf(&sb, "static_assert(Kernel::THREADS == %d, \"the plan's threads\");\n\n",
+                   plan->threads);
+    jit__sb_printf(&sb,
+                   "extern \"C\" __global__ void __launch_bounds__(Kernel::THREADS, 1)\n"
+                   "%s(const __grid_constant__ Fp8WgmmaParams p) {\n"
+                   "    Kernel::run(p);\n"
+                   "}\n",
+                   plan->family->kernel_name);
+    if (jit__sb_failed(&sb)) {
+        jit__sb_free(&sb);
+        return jit__fail(d, JIT_OUT_OF_MEMORY, "out of memory generating the wgmma kernel");
+    }
+    *source = jit__sb_take(&sb);
+    return JIT_OK;
+}

@@ -1,0 +1,202 @@
+/*
+ * The FP8 wgmma family (sm_90a): what it takes and declines, its cost model (candidates, the
+ * choice and a forced candidate), the generated text, and NVRTC + nvJitLink compiles of every
+ * band and epilogue with no spills, no wgmma serialisation warnings, no .global data and the
+ * Hopper instructions in the PTX. The kernel itself runs in tests/test_gpu_fp8.c.
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "families.h"
+#include "family.h"
+#include "fp8_wgmma/abi.h"
+#include "fp8_wgmma/wgmma.h"
+#include "key.h"
+#include "plan.h"
+#include "ptx_check.h"
+#include "toolchain.h"
+
+static const jit_epilogue_t k_epilogues[] = {JIT_EPILOGUE_LINEAR, JIT_EPILOGUE_LINEAR_ADD,
+                                             JIT_EPILOGUE_LINEAR_SWIGLU};
+
+static jit__gemm_spec_t spec_of(int64_t n, int64_t k, jit_epilogue_t ep) {
+    jit__gemm_spec_t s = {.n = n,
+                          .k = k,
+                          .a = JIT_DTYPE_E4M3,
+                          .b = JIT_DTYPE_E4M3,
+                          .out = JIT_DTYPE_BF16,
+                          .scales = JIT_SCALE_ROW,
+                          .epilogue = ep};
+    return s;
+}
+
+static jit_status_t try_plan(const char *arch, int band, int64_t n, int64_t k, jit_epilogue_t ep,
+                             jit__plan_t *p, jit__diag_t *d) {
+    jit__gemm_spec_t s = spec_of(n, k, ep);
+    const jit__arch_profile_t *prof = jit__arch_find(arch);
+    cr_assert_not_null(prof);
+    jit__diag_init(d);
+    return jit__plan_make(&s, band, 132, prof, p, d);
+}
+
+static void make_plan(int band, int64_t n, int64_t k, jit_epilogue_t ep, jit__plan_t *p) {
+    jit__diag_t d;
+    cr_assert_eq(try_plan("sm_90a", band, n, k, ep, p, &d), JIT_OK, "%s", d.msg);
+    cr_assert_eq(p->family, &jit__family_fp8_wgmma, "band %d planned by %s", band,
+                 p->family->name);
+}
+
+Test(fp8_wgmma, takes_row_scaled_fp8_on_sm_90a_only) {
+    jit__plan_t p;
+    jit__diag_t d;
+    cr_assert_eq(try_plan("sm_90a", 4, 5120, 5120, JIT_EPILOGUE_LINEAR, &p, &d), JIT_OK);
+    cr_expect_eq(p.family, &jit__family_fp8_wgmma);
+    cr_assert_eq(try_plan("sm_100a", 4, 5120, 5120, JIT_EPILOGUE_LINEAR, &p, &d), JIT_OK);
+    cr_expect_eq(p.family, &jit__family_fp8_mma_sync, "sm_100a has no wgmma");
+    cr_expect_eq(try_plan("sm_90a", 4, 5120, 5128 - 4, JIT_EPILOGUE_LINEAR, &p, &d),
+                 JIT_MISALIGNED);
+    cr_expect(strstr(d.msg, "multiple of 16"), "%s", d.msg);
+}
+
+/* Every candidate is weighed, the chosen one has the least modelled time, and the plan is that
+ * candidate; promotion limits BN to 192. */
+Test(fp8_wgmma, the_model_picks_its_least_modelled_candidate) {
+    for (int band = 0; band < JIT_TOKEN_BANDS; band++) {
+        jit__plan_t p;
+        make_plan(band, 5120, 17408, JIT_EPILOGUE_LINEAR, &p);
+        const jit__wgmma_plan_t *wp = jit__wgmma_cof(&p);
+        cr_assert_geq(p.n_candidates, 4, "band %d: %d candidates", band, p.n_candidates);
+        cr_assert(p.chosen >= 0 && p.chosen < p.n_candidates);
+        const jit__plan_candidate_t *w = &p.candidates[p.chosen];
+        for (int i = 0; i < p.n_candidates; i++)
+            cr_expect_geq(p.candidates[i].modelled_us, w->modelled_us, "band %d candidate %d",
+                          band, i);
+        cr_expect_eq(w->tile_m, wp->bm);
+        cr_expect_eq(w->tile_n, wp->bn);
+        cr_expect_eq(p.tile_n, wp->bn);
+        cr_expect_eq(wp->promote, 1);
+        cr_expect_leq(wp->bn, 192);
+        cr_expect_eq(p.smem_bytes, jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages));
+        cr_expect_leq(p.smem_bytes, 232448u);
+        cr_expect(strstr(p.reason, "lowest modelled time"), "%s", p.reason);
+    }
+    /* SwiGLU keeps gate/up pairs in one thread only for BN a multiple of 64. */
+    jit__plan_t p;
+    make_plan(3, 27648, 5120, JIT_EPILOGUE_LINEAR_SWIGLU, &p);
+    for (int i = 0; i < p.n_candidates; i++)
+        if (strcmp(p.candidates[i].route, "wgmma_tma") == 0)
+            cr_expect_eq(p.candidates[i].tile_n % 64, 0);
+}
+
+Test(fp8_wgmma, plan_json_lists_the_candidates_and_the_choice) {
+    jit__plan_t p;
+    make_plan(3, 5120, 17408, JIT_EPILOGUE_LINEAR, &p);
+    char *text = jit__plan_to_json(&p);
+    json_error_t err;
+    json_t *o = json_loads(text, 0, &err);
+    cr_assert_not_null(o, "%s", err.text);
+    json_t *cands = json_object_get(o, "candidates"), *chosen = json_object_get(o, "chosen");
+    cr_assert(json_is_array(cands) && json_array_size(cands) == (size_t)p.n_candidates);
+    cr_assert(json_is_object(chosen));
+    json_t *c0 = json_array_get(cands, 0);
+    cr_expect(json_is_string(json_object_get(c0, "route")));
+    cr_expect(json_is_number(json_object_get(c0, "modelled_us")));
+    cr_expect(json_is_integer(json_object_get(json_object_get(c0, "tile"), "n")));
+    cr_expect_eq(json_integer_value(json_object_get(chosen, "index")), p.chosen);
+    cr_expect(json_is_string(json_object_get(chosen, "reason")));
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(o, "wgmma"), "promote")), 1);
+    cr_expect_str_eq(json_string_value(json_object_get(o, "family")), "fp8_wgmma");
+    json_decref(o);
+    free(text);
+}
+
+Test(fp8_wgmma, a_forced_candidate_is_taken_and_a_bad_one_refused) {
+    setenv("JITGEMM_FORCE_CANDIDATE", "wgmma_tma:128x64", 1);
+    jit__plan_t p;
+    make_plan(4, 5120, 17408, JIT_EPILOGUE_LINEAR, &p);
+    cr_expect_eq(jit__wgmma_cof(&p)->bn, 64);
+    cr_expect_eq(p.tile_n, 64);
+    cr_expect_str_eq(p.candidates[p.chosen].route, "wgmma_tma");
+    /* The other family's candidate is in the pool too: forcing it plans with that family. */
+    setenv("JITGEMM_FORCE_CANDIDATE", "mma_sync", 1);
+    jit__diag_t d;
+    cr_assert_eq(try_plan("sm_90a", 4, 5120, 17408, JIT_EPILOGUE_LINEAR, &p, &d), JIT_OK, "%s",
+                 d.msg);
+    cr_expect_eq(p.family, &jit__family_fp8_mma_sync);
+    setenv("JITGEMM_FORCE_CANDIDATE", "wgmma_tma:96x96", 1);
+    cr_expect_eq(try_plan("sm_90a", 4, 5120, 17408, JIT_EPILOGUE_LINEAR, &p, &d),
+                 JIT_INVALID_ARGUMENT);
+    cr_expect(strstr(d.msg, "matches no candidate"), "%s", d.msg);
+    unsetenv("JITGEMM_FORCE_CANDIDATE");
+}
+
+Test(fp8_wgmma, generated_text_instantiates_the_kernel_template) {
+    jit__plan_t p;
+    make_plan(4, 5120, 17408, JIT_EPILOGUE_LINEAR_ADD, &p);
+    jit__key_t k;
+    const jit__toolchain_id_t id = {13, 0, 13, 0};
+    jit__key_make(&p, &id, "sm_90a", 0, &k);
+    cr_expect(strstr(k.text, "family=fp8_wgmma") && strstr(k.text, " promote=1 "), "%s", k.text);
+    char *src = NULL;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    cr_assert_eq(jit__generate(&p, &k, &src, &d), JIT_OK, "%s", d.msg);
+    const char *inc = strstr(src, "#include");
+    cr_expect(inc && strncmp(inc, "#include \"fp8_wgmma/device/fp8_wgmma.cuh\"\n", 42) == 0);
+    cr_expect(inc && !strstr(inc + 1, "#include"), "one include");
+    cr_expect(strstr(src, k.text), "the key is quoted");
+    cr_expect(strstr(src, "FP8W_EPI_LINEAR_ADD, 1,"), "epilogue and promotion in the typedef");
+    cr_expect(strstr(src, "__launch_bounds__(Kernel::THREADS, 1)\njitgemm_fp8_wgmma(const "
+                          "__grid_constant__ Fp8WgmmaParams p)"));
+    cr_expect_null(strstr(src, "asm"), "no inline PTX in the generated text");
+    free(src);
+}
+
+static const jit__toolchain_t *auto_toolchain(void) {
+    const jit__toolchain_t *tc = NULL;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    if (jit__toolchain_get(NULL, &tc, &d) != JIT_OK)
+        cr_skip("no NVRTC/nvJitLink found: %s", d.msg);
+    return tc;
+}
+
+Test(fp8_wgmma, compiles_for_sm_90a_without_spills_or_serialised_wgmma, .timeout = 600) {
+    const jit__toolchain_t *tc = auto_toolchain();
+    for (int band = 0; band < JIT_TOKEN_BANDS; band++) {
+        for (size_t e = 0; e < 3; e++) {
+            jit__plan_t p;
+            make_plan(band, 1176, 1552, k_epilogues[e], &p);
+            jit__key_t k;
+            jit__key_make(&p, &tc->id, "sm_90a", 0, &k);
+            char *src = NULL;
+            jit__diag_t d;
+            jit__diag_init(&d);
+            cr_assert_eq(jit__generate(&p, &k, &src, &d), JIT_OK, "%s", d.msg);
+            jit__compiled_t c;
+            jit_status_t st = jit__compile(tc, src, jit__plan_kernel_name(&p), "sm_90a", 1, &c, &d);
+            cr_assert_eq(st, JIT_OK, "band %d %s: %s\n%s", band, jit_epilogue_name(k_epilogues[e]),
+                         d.msg, d.log ? d.log : "");
+            const char *what = jit_epilogue_name(k_epilogues[e]);
+            cr_expect_eq(c.spill_stores, 0, "band %d %s spills:\n%s", band, what, c.log);
+            cr_expect_eq(c.spill_loads, 0, "band %d %s spills:\n%s", band, what, c.log);
+            /* ptxas' C7510-C7515 say the wgmma pipeline was serialised. */
+            cr_expect_null(strstr(c.log, "C75"), "band %d %s:\n%s", band, what, c.log);
+            cr_expect_null(strstr(c.log, "warning"), "band %d %s warns:\n%s", band, what, c.log);
+            cr_expect(strstr(c.ptx, "wgmma.mma_async.sync.aligned.m64n"));
+            cr_expect(strstr(c.ptx, "cp.async.bulk.tensor.2d"));
+            cr_expect(strstr(c.ptx, "setmaxnreg.inc.sync.aligned.u32"));
+            cr_expect(strstr(c.ptx, ".entry jitgemm_fp8_wgmma"));
+            const char *global = ptx_global_data_line(c.ptx);
+            cr_expect_null(global, "band %d %s: .global data: %.60s", band, what,
+                           global ? global : "");
+            jit__compiled_free(&c);
+            jit__diag_clear(&d);
+            free(src);
+        }
+    }
+}
