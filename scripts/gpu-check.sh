@@ -223,6 +223,7 @@ profile_candidates() {
         JITGEMM_FORCE_CANDIDATE="$c" ncu --clock-control none --kernel-name regex:jitgemm_ \
             --launch-skip 2 --launch-count 1 --section SpeedOfLight --section WarpStateStats \
             --section ComputeWorkloadAnalysis --section Occupancy \
+            --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
             "$BUILD/jitgemm" run $PROFILE_PROBLEM --iters 3 ||
             rc=1
     done

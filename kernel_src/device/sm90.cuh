@@ -173,6 +173,13 @@ __device__ __forceinline__ u64 wgmma_desc_sw128(u32 smem_addr) {
     return desc;
 }
 
+/* The descriptor of the tile `bytes` further on in shared memory: the start address is the low
+ * field, in 16-byte units, and shared memory is below 256 KiB, so the field never carries into
+ * the next one. One add per wgmma instead of rebuilding the descriptor from an address. */
+__device__ __forceinline__ u64 wgmma_desc_advance(u64 desc, u32 bytes) {
+    return desc + (u64)(bytes >> 4);
+}
+
 /* Before the first wgmma of a batch whose accumulators ordinary instructions touched. */
 __device__ __forceinline__ void wgmma_fence() {
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");

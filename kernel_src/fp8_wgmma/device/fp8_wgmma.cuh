@@ -155,21 +155,21 @@ struct Fp8WgmmaKernel {
     }
 
     /* One 128-K block: 4 k32 steps for every wave of this warpgroup. scale_d == 0 on the first
-     * step starts a fresh accumulation run. */
-    static __device__ __forceinline__ void mma_block(float (&acc)[WAVES][ACC], u32 a_addr,
-                                                     u32 b_addr, bool fresh) {
+     * step starts a fresh accumulation run. `da` and `db` describe the stage's A rows of this
+     * warpgroup and its B tile; each step is one descriptor add further on (K-major, 128B
+     * swizzle: the next 32 K bytes of a row start 32 bytes on, the next m64 wave 64 rows on). */
+    static __device__ __forceinline__ void mma_block(float (&acc)[WAVES][ACC], u64 da, u64 db,
+                                                     bool fresh) {
 #pragma unroll
         for (int w = 0; w < WAVES; w++)
             reg_fence_all(acc[w]);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 32; kk++) {
-            const u64 desc_b = wgmma_desc_sw128(b_addr + kk * 32);
 #pragma unroll
-            for (int w = 0; w < WAVES; w++) {
-                const u64 desc_a = wgmma_desc_sw128(a_addr + w * 64 * BK + kk * 32);
-                WgmmaFp8<BN>::mma(acc[w], desc_a, desc_b, (fresh && kk == 0) ? 0u : 1u);
-            }
+            for (int w = 0; w < WAVES; w++)
+                WgmmaFp8<BN>::mma(acc[w], wgmma_desc_advance(da, w * 64 * BK + kk * 32),
+                                  wgmma_desc_advance(db, kk * 32), (fresh && kk == 0) ? 0u : 1u);
         }
         wgmma_commit();
 #pragma unroll
@@ -178,15 +178,14 @@ struct Fp8WgmmaKernel {
     }
 
     /* One k32 step into a fresh accumulator (PROMOTE == 2 only). */
-    static __device__ __forceinline__ void mma_k32(float (&acc)[WAVES][ACC], u32 a_addr, u32 b_addr) {
+    static __device__ __forceinline__ void mma_k32(float (&acc)[WAVES][ACC], u64 da, u64 db) {
 #pragma unroll
         for (int w = 0; w < WAVES; w++)
             reg_fence_all(acc[w]);
         wgmma_fence();
 #pragma unroll
         for (int w = 0; w < WAVES; w++)
-            WgmmaFp8<BN>::mma(acc[w], wgmma_desc_sw128(a_addr + w * 64 * BK),
-                              wgmma_desc_sw128(b_addr), 0u);
+            WgmmaFp8<BN>::mma(acc[w], wgmma_desc_advance(da, w * 64 * BK), db, 0u);
         wgmma_commit();
     }
 
@@ -213,11 +212,12 @@ struct Fp8WgmmaKernel {
     static __device__ __forceinline__ void promote_step(float (&acc)[WAVES][ACC],
                                                         float (&cur)[WAVES][ACC],
                                                         float (&prev)[WAVES][ACC], int kb,
-                                                        u32 a_base, u32 b_base, u32 full_bar,
+                                                        u64 da0, u64 db0, u32 full_bar,
                                                         u32 empty_bar, int lane, int &stage,
                                                         u32 &phase, int &prev_stage) {
         mbar_wait(full_bar + stage * 8, phase);
-        mma_block(cur, a_base + stage * A_BYTES, b_base + stage * B_BYTES, true);
+        mma_block(cur, wgmma_desc_advance(da0, stage * A_BYTES),
+                  wgmma_desc_advance(db0, stage * B_BYTES), true);
         if (kb > 0) {
             wgmma_wait<1>();
             promote_add(acc, prev, kb == 1);
@@ -235,16 +235,16 @@ struct Fp8WgmmaKernel {
     static __device__ __forceinline__ void mainloop_promote_db(float (&acc)[WAVES][ACC], u32 smem,
                                                                u32 full_bar, u32 empty_bar, int cwg,
                                                                int lane, int &stage, u32 &phase) {
-        const u32 a_base = smem + cwg * WG_ROWS * BK;
-        const u32 b_base = smem + STAGES * A_BYTES;
+        const u64 da0 = wgmma_desc_sw128(smem + cwg * WG_ROWS * BK);
+        const u64 db0 = wgmma_desc_sw128(smem + STAGES * A_BYTES);
         float part0[WAVES][ACC], part1[WAVES][ACC];
         int prev_stage = 0;
         for (int kb = 0; kb < K_BLOCKS; kb += 2) {
-            promote_step(acc, part0, part1, kb, a_base, b_base, full_bar, empty_bar, lane, stage,
-                         phase, prev_stage);
+            promote_step(acc, part0, part1, kb, da0, db0, full_bar, empty_bar, lane, stage, phase,
+                         prev_stage);
             if (kb + 1 < K_BLOCKS)
-                promote_step(acc, part1, part0, kb + 1, a_base, b_base, full_bar, empty_bar, lane,
-                             stage, phase, prev_stage);
+                promote_step(acc, part1, part0, kb + 1, da0, db0, full_bar, empty_bar, lane, stage,
+                             phase, prev_stage);
         }
         wgmma_wait<0>();
         if ((K_BLOCKS - 1) % 2 == 0)
@@ -259,26 +259,36 @@ struct Fp8WgmmaKernel {
                                                     float (&part)[WAVES][ACC], u32 smem,
                                                     u32 full_bar, u32 empty_bar, int cwg, int lane,
                                                     int &stage, u32 &phase, int &seq, int total) {
-        const u32 a_base = smem + cwg * WG_ROWS * BK;
-        const u32 b_base = smem + STAGES * A_BYTES;
+        /* Descriptors of stage 0, built once; a stage is a descriptor add away. */
+        const u64 da0 = wgmma_desc_sw128(smem + cwg * WG_ROWS * BK);
+        const u64 db0 = wgmma_desc_sw128(smem + STAGES * A_BYTES);
         int prev_stage = 0;
+        if (PROMOTE == 1 || PROMOTE == 2) {
+            /* Zeroed once per tile, so each block's promotion is a plain add, not a select of
+             * "first block or not" on every accumulator. */
+#pragma unroll
+            for (int w = 0; w < WAVES; w++)
+#pragma unroll
+                for (int i = 0; i < ACC; i++)
+                    acc[w][i] = 0.0f;
+        }
         for (int kb = 0; kb < K_BLOCKS; kb++) {
             mbar_wait(full_bar + stage * 8, phase);
-            const u32 a_addr = a_base + stage * A_BYTES;
-            const u32 b_addr = b_base + stage * B_BYTES;
+            const u64 da = wgmma_desc_advance(da0, stage * A_BYTES);
+            const u64 db = wgmma_desc_advance(db0, stage * B_BYTES);
             if (PROMOTE == 2) {
                 /* Diagnostic: promote after every k32 step (each wgmma into a fresh accumulator).
                  * Slow; shows how much of the error is inside one wgmma. */
 #pragma unroll
                 for (int kk = 0; kk < BK / 32; kk++) {
-                    mma_k32(part, a_addr + kk * 32, b_addr + kk * 32);
+                    mma_k32(part, wgmma_desc_advance(da, kk * 32), wgmma_desc_advance(db, kk * 32));
                     wgmma_wait<0>();
 #pragma unroll
                     for (int w = 0; w < WAVES; w++) {
                         reg_fence_all(part[w]);
 #pragma unroll
                         for (int i = 0; i < ACC; i++)
-                            acc[w][i] = (kb == 0 && kk == 0) ? part[w][i] : acc[w][i] + part[w][i];
+                            acc[w][i] += part[w][i];
                     }
                 }
                 release(empty_bar, stage, lane);
@@ -297,7 +307,7 @@ struct Fp8WgmmaKernel {
                     else if (seq > 0)
                         named_bar_sync(ORDER_BAR_WG1, 256);
                 }
-                mma_block(part, a_addr, b_addr, true);
+                mma_block(part, da, db, true);
                 if (ORDERED) {
                     if (cwg == 0)
                         named_bar_arrive(ORDER_BAR_WG0, 256);
@@ -314,9 +324,9 @@ struct Fp8WgmmaKernel {
                 for (int w = 0; w < WAVES; w++)
 #pragma unroll
                     for (int i = 0; i < ACC; i++)
-                        acc[w][i] = kb == 0 ? part[w][i] : acc[w][i] + part[w][i];
+                        acc[w][i] += part[w][i];
             } else {
-                mma_block(acc, a_addr, b_addr, kb == 0);
+                mma_block(acc, da, db, kb == 0);
                 /* Keep one batch in flight: the previous block's wgmmas are done, so its slot is
                  * free. */
                 wgmma_wait<1>();
