@@ -29,9 +29,8 @@ void jit__token_band_range(int band, int64_t *lo, int64_t *hi) {
 }
 
 int64_t jit__token_band_model_m(int band) {
-    /* The upper end of the bounded bands (a band's kernel must hold up at its largest M, where
-     * the most tiles compete for the SMs), and 4096 for the open last band. */
-    static const int64_t k_model_m[JIT_TOKEN_BANDS] = {16, 64, 256, 1024, 4096};
+    /* About the geometric middle of each band, and 4096 for the open last one. */
+    static const int64_t k_model_m[JIT_TOKEN_BANDS] = {4, 32, 128, 512, 4096};
     if (band < 0)
         band = 0;
     if (band >= JIT_TOKEN_BANDS)

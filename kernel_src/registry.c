@@ -71,9 +71,9 @@ const jit__family_t *jit__family_find(const char *name) {
     return NULL;
 }
 
-/* The plan's reason line: the winner against the runner-up of all candidates. */
+/* The plan's reason line, unless its family wrote one: the winner against the runner-up. */
 static void explain(jit__plan_t *p) {
-    if (p->n_candidates == 0 || p->chosen < 0)
+    if (p->n_candidates == 0 || p->chosen < 0 || p->reason[0])
         return;
     const jit__plan_candidate_t *w = &p->candidates[p->chosen], *next = NULL;
     for (int i = 0; i < p->n_candidates; i++)

@@ -36,7 +36,9 @@ linear:8192:3584:1 linear:8192:3584:16 linear_add:5120:5120:1024 linear_swiglu:2
 export ANCHOR_SHAPES="${GPU_CHECK_ANCHOR:-$DEFAULT_ANCHOR}"
 # The cost model's sweep (every candidate timed per cell) and the profiled candidates.
 export SWEEP_SHAPES="${GPU_CHECK_SWEEP-linear:5120:17408:128 linear:5120:17408:1024 linear:5120:17408:4096 linear:14336:5120:4096}"
-export PROFILE_CANDIDATES="${GPU_CHECK_PROFILE-wgmma_tma:128x160 wgmma_tma_ordered:128x160}"
+export PROFILE_CANDIDATES="${GPU_CHECK_PROFILE-wgmma_tma:128x160 wgmma_tma_mc2:128x160}"
+export SANITIZE_CANDIDATES="${GPU_CHECK_SANITIZE-wgmma_tma:128x128 wgmma_tma_mc2:128x128 mma_sync}"
+export SANITIZE_PROBLEM="${GPU_CHECK_SANITIZE_PROBLEM:---op linear_add --n 1176 --k 1552 --tokens 600}"
 export PROFILE_PROBLEM="${GPU_CHECK_PROFILE_PROBLEM:---op linear --n 5120 --k 17408 --tokens 4096}"
 BUDGET_S="${GPU_CHECK_BUDGET_S:-480}"
 GPU_ROOT="$ROOT/.gpu/root"
@@ -230,7 +232,24 @@ profile_candidates() {
     return "$rc"
 }
 
-export -f extract_deb unpack_debs build run_shapes benchmarks tee_to profile_candidates
+# compute-sanitizer (memcheck, racecheck, synccheck) on one small ragged problem per forced
+# candidate: each route's kernel at least once.
+sanitize_candidates() {
+    local c tool rc=0
+    for c in $SANITIZE_CANDIDATES; do
+        for tool in memcheck racecheck synccheck; do
+            echo "--- compute-sanitizer --tool $tool, candidate $c: $SANITIZE_PROBLEM"
+            JITGEMM_FORCE_CANDIDATE="$c" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+                "$BUILD/jitgemm" run $SANITIZE_PROBLEM --iters 1 2>&1 |
+                grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error|error|PASS|FAIL|family"
+            [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+        done
+    done
+    return "$rc"
+}
+
+export -f extract_deb unpack_debs build run_shapes benchmarks tee_to profile_candidates \
+    sanitize_candidates
 export ROOT OUT GPU_ROOT GPU_LIB BUILD
 export SHAPES_STR="${SHAPES[*]}"
 
@@ -260,6 +279,9 @@ main() {
     step torch_anchor 200 env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 python3 \
         "$ROOT/bench/torch_anchor.py" --lib "$BUILD/libjitgemm.so" --shapes "$ANCHOR_SHAPES" \
         --out "$OUT/torch_anchor.json"
+    if [ -n "$SANITIZE_CANDIDATES" ]; then
+        step sanitize 150 sanitize_candidates
+    fi
     if [ -n "$PROFILE_CANDIDATES" ]; then
         step profile 150 profile_candidates
     fi

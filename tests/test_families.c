@@ -296,4 +296,9 @@ Test(families, golden_sources) {
     s = row_spec(27648, 5120);
     s.epilogue = JIT_EPILOGUE_LINEAR_SWIGLU;
     check_golden("fp8_mma_sync_swiglu_band2_sm_120a", &s, 2, "sm_120a");
+    s = row_spec(5120, 17408);
+    check_golden("fp8_wgmma_linear_band4_sm_90a", &s, 4, "sm_90a");
+    s = row_spec(27648, 5120);
+    s.epilogue = JIT_EPILOGUE_LINEAR_SWIGLU;
+    check_golden("fp8_wgmma_swiglu_band1_sm_90a", &s, 1, "sm_90a");
 }

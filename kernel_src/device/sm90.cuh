@@ -84,12 +84,6 @@ __device__ __forceinline__ void named_bar_sync(u32 id, u32 threads) {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-/* Arrive on barrier `id` without waiting: the other `threads` - 32 x (arriving warps) threads
- * wait on it with named_bar_sync. One warpgroup signals another this way. */
-__device__ __forceinline__ void named_bar_arrive(u32 id, u32 threads) {
-    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
 /* True in exactly one lane of the (fully active) calling warp. */
 __device__ __forceinline__ bool elect_one() {
     u32 pred = 0;
@@ -441,5 +435,43 @@ template <> struct WgmmaFp8<256> {
                      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
     }
 };
+
+/* ---- global memory ordering and L2-only loads (split-K reductions across CTAs) ---- */
+
+/* Release/acquire fence at GPU scope: orders this thread's earlier global writes before its later
+ * ones (a counter bump), and its later reads after the counter it saw. */
+__device__ __forceinline__ void fence_acq_rel_gpu() {
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+
+/* atomicAdd on a global u32 with acquire-release semantics at GPU scope; returns the old value. */
+__device__ __forceinline__ u32 atom_add_acq_rel_gpu(u32 *p, u32 v) {
+    u32 old;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+
+/* Two floats from global memory through L2 only (.cg): data other SMs wrote during this kernel,
+ * which this SM's L1 must not serve stale. `p` is 8-byte aligned. */
+__device__ __forceinline__ void ld_global_cg_v2f32(const float *p, float &a, float &b) {
+    asm volatile("ld.global.cg.v2.f32 {%0, %1}, [%2];" : "=f"(a), "=f"(b) : "l"(p) : "memory");
+}
+
+/* An L2 cache policy that evicts first: for data read exactly once (streamed weights), so it does
+ * not push out what is reused. */
+__device__ __forceinline__ u64 l2_policy_evict_first() {
+    u64 pol;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+
+/* tma_load_2d with an L2 cache policy (from l2_policy_*). */
+__device__ __forceinline__ void tma_load_2d_hint(u32 dst, const jit_tmap *tmap, u32 bar, i32 c0, i32 c1,
+                                                 u64 policy) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 ".L2::cache_hint [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst),
+                 "l"((u64)tmap), "r"(bar), "r"(c0), "r"(c1), "l"(policy)
+                 : "memory");
+}
 
 #endif /* JITGEMM_DEVICE_SM90_CUH */

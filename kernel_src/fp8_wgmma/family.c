@@ -4,7 +4,6 @@
  * pointer and shape) and its reference (the row-scaled one the mma.sync family shares).
  */
 #include <jansson.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,45 +48,50 @@ static int max_stages(int bm, int bn) {
 
 /* ---- the cost model ----------------------------------------------------------------------- */
 
-/* Rates of an H200 (sm_90a, 132 SMs) as the model uses them; docs/performance.md says how they
- * were fitted against the measured sweep. */
+/* Rates of an H200 (sm_90a, 132 SMs) running this kernel, fitted to the sweep of
+ * bench/torch_anchor.py --sweep (docs/performance.md gives the cells and the fit). A tile runs its
+ * K loop at the slower of the tensor cores and its operand loads; the loads of all active SMs
+ * share the L2's bandwidth, so a few active SMs each load faster than a full machine. */
 typedef struct wgmma_model {
-    double mma_flops_per_sm;  /* achieved FP8 wgmma rate of one SM, FLOP/s */
-    double load_bytes_per_sm; /* operand bytes one SM takes in from L2 per second */
-    double dram_bytes_per_s;  /* HBM bandwidth */
-    double tile_overhead_us;  /* per tile: pipeline fill and epilogue */
-    double launch_us;         /* launch and the first tile's start */
+    double mma_flops_per_sm; /* wgmma with promotion, per SM, FLOP/s */
+    double sm_load_max;      /* operand bytes one SM can take in per second, alone */
+    double l2_bytes_per_s;   /* operand bytes all SMs together take in from L2 per second */
+    double dram_bytes_per_s; /* HBM */
+    double tile_overhead_us; /* per tile: pipeline fill and epilogue */
+    double launch_us;
 } wgmma_model_t;
 
 static const wgmma_model_t k_model = {
-    .mma_flops_per_sm = 11.5e12,
-    .load_bytes_per_sm = 75e9,
-    .dram_bytes_per_s = 3.9e12,
-    .tile_overhead_us = 1.5,
-    .launch_us = 4.0,
+    .mma_flops_per_sm = 12.5e12,
+    .sm_load_max = 110e9,
+    .l2_bytes_per_s = 8.8e12,
+    .dram_bytes_per_s = 4.0e12,
+    .tile_overhead_us = 1.0,
+    .launch_us = 3.0,
 };
 
-/* The share of a block's tensor-core time that the promotion of partial sums adds when the two
- * consumer warpgroups issue together (both add at once, the tensor cores idle) and when they
- * issue in turn (each adds while the other's block runs). */
-#define PROMOTE_EXPOSED 0.25
-#define PROMOTE_EXPOSED_ORDERED 0.05
-
-static double modelled_us(const jit__plan_t *p, int bm, int bn, int ordered, int64_t m) {
+static double modelled_us(const jit__plan_t *p, int bm, int bn, int cluster, int64_t m) {
     const jit__gemm_spec_t *s = &p->spec;
     const wgmma_model_t *c = &k_model;
     double k = (double)s->k;
-    int64_t tiles = (m + bm - 1) / bm * ((s->n + bn - 1) / bn);
-    int64_t waves = (tiles + p->sm_count - 1) / p->sm_count;
+    int64_t m_tiles = (m + bm - 1) / bm, n_tiles = (s->n + bn - 1) / bn;
+    /* A cluster works on `cluster` m-tiles of one n-tile; odd m-tile counts leave a CTA idle. */
+    int64_t tiles = (m_tiles + cluster - 1) / cluster * cluster * n_tiles;
+    int64_t grid = p->sm_count / cluster * cluster;
+    if (tiles < grid)
+        grid = tiles;
+    int64_t per_cta = (tiles + grid - 1) / grid;
+    double load_rate = c->l2_bytes_per_s / (double)grid;
+    if (load_rate > c->sm_load_max)
+        load_rate = c->sm_load_max;
     double t_mma = 2.0 * bm * bn * k / c->mma_flops_per_sm;
-    double t_load = (double)(bm + bn) * k / c->load_bytes_per_sm;
-    t_mma *= 1.0 + (ordered ? PROMOTE_EXPOSED_ORDERED : PROMOTE_EXPOSED);
+    double t_load = ((double)bm + (double)bn / cluster) * k / load_rate;
     double t_tile = (t_mma > t_load ? t_mma : t_load) * 1e6 + c->tile_overhead_us;
     double out_bytes = 2.0 * (double)m * (double)jit__spec_out_cols(s);
     if (s->epilogue == JIT_EPILOGUE_LINEAR_ADD)
         out_bytes *= 2;
     double dram = ((double)m * k + (double)s->n * k + out_bytes) / c->dram_bytes_per_s * 1e6;
-    double compute = (double)waves * t_tile;
+    double compute = (double)per_cta * t_tile;
     return (compute > dram ? compute : dram) + c->launch_us;
 }
 
@@ -96,9 +100,9 @@ static double modelled_us(const jit__plan_t *p, int bm, int bn, int ordered, int
  * swiglu needs BN a multiple of 64 (gate/up pairs stay in one thread). */
 static const int k_tiles[][2] = {{128, 64}, {128, 128}, {128, 160}, {128, 192}};
 
-/* The two forms of the kernel the model weighs per tile: consumer warpgroups issuing each
- * 128-K block together, or in turn. */
-static const char *const k_routes[2] = {"wgmma_tma", "wgmma_tma_ordered"};
+/* The two forms of the kernel the model weighs per tile: one CTA per cluster, or two that
+ * share the B tile by multicast. */
+static const char *const k_routes[2] = {"wgmma_tma", "wgmma_tma_mc2"};
 
 /* Make candidate `index` the plan. */
 static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
@@ -114,7 +118,7 @@ static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
      * every 128 K, as torch._scaled_mm does by default; accumulating the whole K inside wgmma
      * measured 20-49 times the FP32 tolerance (docs/kernels-fp8-wgmma.md). */
     wp->promote = 1;
-    wp->ordered = strcmp(w->route, k_routes[1]) == 0;
+    wp->cluster = strcmp(w->route, k_routes[1]) == 0 ? 2 : 1;
     wp->group_m = 8;
     wp->producer_regs = 40;
     wp->consumer_regs = 232;
@@ -125,12 +129,33 @@ static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
     p->threads = 384;
     p->smem_bytes = jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages);
     p->persistent = 1;
-    p->cluster_m = p->cluster_n = 1;
+    p->cluster_m = wp->cluster;
+    p->cluster_n = 1;
     return JIT_OK;
 }
 
+/* M values a band's kernel must serve: its ends and its model M (the open last band up to
+ * 8192). */
+#define BAND_SAMPLES 4
+static int band_samples(int band, int64_t m[BAND_SAMPLES]) {
+    int64_t lo, hi;
+    jit__token_band_range(band, &lo, &hi);
+    if (hi == INT64_MAX) {
+        m[0] = lo, m[1] = 2048, m[2] = 4096, m[3] = 8192;
+        return 4;
+    }
+    m[0] = lo, m[1] = jit__token_band_model_m(band), m[2] = hi;
+    return 3;
+}
+
+/* One kernel serves every M of a band, so the model picks the candidate whose worst slowdown
+ * against the best candidate, over the band's sample M, is least (a tile that is best at the
+ * band's top can be far off at its bottom). The candidates' modelled times are at the band's
+ * model M. */
 static jit_status_t plan(jit__plan_t *p, jit__diag_t *d) {
-    int best = -1;
+    int64_t ms[BAND_SAMPLES];
+    int n_ms = band_samples(p->token_band, ms);
+    double t[JIT_PLAN_MAX_CANDIDATES][BAND_SAMPLES];
     for (size_t i = 0; i < sizeof(k_tiles) / sizeof(k_tiles[0]); i++) {
         int bm = k_tiles[i][0], bn = k_tiles[i][1];
         int stages = max_stages(bm, bn);
@@ -138,17 +163,50 @@ static jit_status_t plan(jit__plan_t *p, jit__diag_t *d) {
             continue;
         if (stages < 3)
             continue;
-        for (int ordered = 0; ordered < 2; ordered++) {
-            double t = modelled_us(p, bm, bn, ordered, p->model_m);
-            jit__plan_add_candidate(p, k_routes[ordered], bm, bn, stages, t);
-            if (best < 0 || t < p->candidates[best].modelled_us)
-                best = p->n_candidates - 1;
+        for (int cluster = 1; cluster <= 2 && p->n_candidates < JIT_PLAN_MAX_CANDIDATES;
+             cluster++) {
+            for (int j = 0; j < n_ms; j++)
+                t[p->n_candidates][j] = modelled_us(p, bm, bn, cluster, ms[j]);
+            jit__plan_add_candidate(p, k_routes[cluster - 1], bm, bn, stages,
+                                    modelled_us(p, bm, bn, cluster, p->model_m));
         }
     }
-    if (best < 0)
+    if (p->n_candidates == 0)
         return jit__fail(d, JIT_PLAN_FAILED, "no wgmma tile fits %u bytes of shared memory",
                          SMEM_LIMIT);
-    return apply(p, best, d);
+    double fastest[BAND_SAMPLES];
+    for (int j = 0; j < n_ms; j++) {
+        fastest[j] = t[0][j];
+        for (int c = 1; c < p->n_candidates; c++)
+            if (t[c][j] < fastest[j])
+                fastest[j] = t[c][j];
+    }
+    int best = 0;
+    double best_regret = 0;
+    for (int c = 0; c < p->n_candidates; c++) {
+        double regret = 0;
+        for (int j = 0; j < n_ms; j++)
+            if (t[c][j] / fastest[j] > regret)
+                regret = t[c][j] / fastest[j];
+        if (c == 0 || regret < best_regret - 1e-9 ||
+            (regret < best_regret + 1e-9 &&
+             p->candidates[c].modelled_us < p->candidates[best].modelled_us)) {
+            best = c;
+            best_regret = regret;
+        }
+    }
+    jit_status_t st = apply(p, best, d);
+    const jit__plan_candidate_t *w = &p->candidates[best];
+    int len = snprintf(p->reason, sizeof(p->reason), "least worst slowdown over M in {%lld",
+                       (long long)ms[0]);
+    for (int j = 1; j < n_ms && len > 0 && (size_t)len < sizeof(p->reason); j++)
+        len +=
+            snprintf(p->reason + len, sizeof(p->reason) - (size_t)len, ", %lld", (long long)ms[j]);
+    if (len > 0 && (size_t)len < sizeof(p->reason))
+        snprintf(p->reason + len, sizeof(p->reason) - (size_t)len,
+                 "}: %s %dx%d within %.3fx of the modelled best", w->route, w->tile_m, w->tile_n,
+                 best_regret);
+    return st;
 }
 
 static jit_status_t replan(jit__plan_t *p, int index, jit__diag_t *d) {
@@ -159,23 +217,27 @@ static jit_status_t replan(jit__plan_t *p, int index, jit__diag_t *d) {
 
 static void key_fields(const jit__plan_t *p, jit__sb_t *sb) {
     const jit__wgmma_plan_t *wp = jit__wgmma_cof(p);
-    jit__sb_printf(sb, " promote=%d ordered=%d group_m=%d regs=%d/%d", wp->promote, wp->ordered,
-                   wp->group_m, wp->producer_regs, wp->consumer_regs);
+    jit__sb_printf(sb, " promote=%d group_m=%d regs=%d/%d", wp->promote, wp->group_m,
+                   wp->producer_regs, wp->consumer_regs);
 }
 
 static int plan_to_json(const jit__plan_t *p, void *json_object) {
     const jit__wgmma_plan_t *wp = jit__wgmma_cof(p);
     return json_object_set_new((json_t *)json_object, "wgmma",
-                               json_pack("{sisisisisis{sisi}}", "promote", wp->promote, "ordered",
-                                         wp->ordered, "group_m", wp->group_m, "consumer_warpgroups",
+                               json_pack("{sisisisisis{sisi}}", "promote", wp->promote, "cluster",
+                                         wp->cluster, "group_m", wp->group_m, "consumer_warpgroups",
                                          2, "producer_warpgroups", 1, "setmaxnreg", "producer",
                                          wp->producer_regs, "consumer", wp->consumer_regs));
 }
 
 unsigned jit__wgmma_grid(const jit__plan_t *plan, int64_t m) {
     const jit__wgmma_plan_t *wp = jit__wgmma_cof(plan);
-    int64_t tiles = (m + wp->bm - 1) / wp->bm * ((plan->spec.n + wp->bn - 1) / wp->bn);
-    return (unsigned)(tiles < plan->sm_count ? tiles : plan->sm_count);
+    const int64_t c = wp->cluster;
+    /* Work units are groups of `cluster` m-tiles of one n-tile, one cluster each. */
+    int64_t units =
+        ((m + wp->bm - 1) / wp->bm + c - 1) / c * ((plan->spec.n + wp->bn - 1) / wp->bn);
+    int64_t clusters = plan->sm_count / c;
+    return (unsigned)((units < clusters ? units : clusters) * c);
 }
 
 /* ---- launch ------------------------------------------------------------------------------- */
@@ -274,6 +336,15 @@ static jit_status_t launch(const jit__driver_t *drv, CUfunction fn, const jit__p
     cfg.blockDimY = cfg.blockDimZ = 1;
     cfg.sharedMemBytes = plan->smem_bytes;
     cfg.hStream = a->stream;
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof(attr));
+    if (wp->cluster > 1) {
+        attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attr.value.clusterDim.x = (unsigned)wp->cluster;
+        attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+    }
     void *args[] = {&params};
     CUresult r = drv->cuLaunchKernelEx(&cfg, fn, args, NULL);
     if (r != CUDA_SUCCESS)

@@ -26,6 +26,7 @@ static jit_status_t check_plan(const jit__plan_t *plan, jit__diag_t *d) {
         return jit__fail(d, JIT_INVALID_SHAPE, "wgmma family: n=%lld, k=%lld", (long long)s->n,
                          (long long)s->k);
     if ((wp->bm != 128 && wp->bm != 256) || wp->bn < 32 || wp->bn > 256 || wp->bn % 32 ||
+        (wp->cluster != 1 && wp->cluster != 2) || (wp->bn / wp->cluster) % 8 ||
         (s->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU && wp->bn % 64))
         return jit__fail(d, JIT_PLAN_FAILED, "wgmma family: tile %dx%d is not one it supports",
                          wp->bm, wp->bn);
@@ -61,17 +62,16 @@ static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t
                    jit_epilogue_name(s->epilogue));
     jit__sb_printf(
         sb, " *   CTA tile %d tokens x %d B rows x 128 K bytes, %d stages, %s accumulation\n",
-        wp->bm, wp->bn, wp->stages,
-        wp->promote ? (wp->ordered ? "FP32-promoted, warpgroups in turn" : "FP32-promoted")
-                    : "wgmma");
+        wp->bm, wp->bn, wp->stages, wp->promote ? "FP32-promoted" : "wgmma");
     jit__sb_printf(sb,
                    " *   384 threads: 1 producer warpgroup (%d registers), 2 consumer "
                    "warpgroups (%d)\n",
                    wp->producer_regs, wp->consumer_regs);
     jit__sb_printf(sb,
                    " *   dynamic shared memory %u bytes; persistent grid, raster groups of %d "
-                   "m-tiles\n",
-                   plan->smem_bytes, wp->group_m);
+                   "m-groups; clusters of %d%s\n",
+                   plan->smem_bytes, wp->group_m, wp->cluster,
+                   wp->cluster > 1 ? " CTAs sharing each B tile by TMA multicast" : " CTA");
     if (plan->chosen >= 0 && plan->reason[0]) {
         jit__sb_append(sb, " *   model: ");
         append_comment_safe(sb, plan->reason);
@@ -100,7 +100,7 @@ jit_status_t jit__gen_fp8_wgmma(const jit__plan_t *plan, const jit__key_t *key, 
         &sb, "typedef Fp8WgmmaKernel<%d, %d, %d, %lld, %lld, %s, %d, %d, %d, %d, %d> Kernel;\n",
         wp->bm, wp->bn, wp->stages, (long long)plan->spec.n, (long long)plan->spec.k,
         k_epilogue[plan->spec.epilogue], wp->promote, wp->group_m, wp->producer_regs,
-        wp->consumer_regs, wp->ordered);
+        wp->consumer_regs, wp->cluster);
     jit__sb_printf(&sb, "static_assert(Kernel::SMEM_BYTES == %u, \"the plan's shared memory\");\n",
                    plan->smem_bytes);
     jit__sb_printf(&sb, "static_assert(Kernel::THREADS == %d, \"the plan's threads\");\n\n",

@@ -15,7 +15,7 @@ typedef struct jit__wgmma_plan {
     int bm, bn;        /* CTA tile: BM rows of A (tokens), BN rows of B */
     int stages;        /* TMA ring depth */
     int promote;       /* 0: accumulate the whole K in wgmma; 1: promote to FP32 every 128 K */
-    int ordered;       /* 1: the consumer warpgroups issue each 128-K block in turn */
+    int cluster;       /* CTAs per cluster (1 or 2); with 2, B tiles are multicast */
     int group_m;       /* m-tiles per raster group */
     int producer_regs; /* setmaxnreg budgets */
     int consumer_regs;

@@ -64,17 +64,16 @@ enum Fp8WgmmaEpilogue {
  * STAGES    depth of the TMA ring, >= 2; SMEM_BYTES must stay within 232448
  * N, K      problem size; K % 16 == 0, N even for swiglu
  * EPILOGUE  Fp8WgmmaEpilogue
- * PROMOTE   0 fast accumulation, 1 FP32 promotion every 128 K, 2 every 32 K (diagnostic, slow),
- *           3 promotion every 128 K with two partial accumulators (ptxas serialises its wgmmas:
- *           C7514, reading one partial while the other's wgmmas are in flight; kept to measure)
- * GROUP_M   m-tiles per raster group (>= 1)
+ * PROMOTE   0 fast accumulation, 1 FP32 promotion every 128 K, 2 every 32 K (diagnostic, slow)
+ * GROUP_M   m-tile groups per raster group (>= 1)
  * PRODUCER_REGS / CONSUMER_REGS  setmaxnreg budgets: 40/232 or 24/240
- * ORDERED   1: with PROMOTE 1, the consumer warpgroups issue each 128-K block in turn (named
- *           barriers), so one warpgroup's wgmmas queue behind the other's and each adds its
- *           partial into FP32 while the other's run (see mainloop)
+ * CLUSTER   1, or 2: the two CTAs of a cluster take m-tiles 2i and 2i+1 of one n-tile, and each
+ *           loads half of the shared B tile with TMA multicast into both, so B costs each SM
+ *           half the L2 reads (the kernel is bound by L2-to-SM bandwidth at large M:
+ *           docs/kernels-fp8-wgmma.md)
  */
 template <int BM, int BN, int STAGES, int N, int K, int EPILOGUE, int PROMOTE, int GROUP_M = 8,
-          int PRODUCER_REGS = 40, int CONSUMER_REGS = 232, int ORDERED = 0>
+          int PRODUCER_REGS = 40, int CONSUMER_REGS = 232, int CLUSTER = 1>
 struct Fp8WgmmaKernel {
     enum : int {
         THREADS = 384,
@@ -97,12 +96,11 @@ struct Fp8WgmmaKernel {
         K_BLOCKS = (K + BK - 1) / BK,
         N_TILES = (N + BN - 1) / BN,
         CONSUMER_WARPS = 8,
-        /* Promotion with two partial accumulators, so block kb's wgmmas run while block kb-1
-         * is added into FP32: needs 3 x WAVES x BN/2 accumulator registers. */
-        PROMOTE_DB = PROMOTE == 3,
-        /* Named barriers of the ordered issue (1 and 2 are the warpgroups' epilogue barriers). */
-        ORDER_BAR_WG0 = 3, /* warpgroup 0 has issued block s */
-        ORDER_BAR_WG1 = 4, /* warpgroup 1 has issued block s */
+        B_SLICE_ROWS = BN / CLUSTER, /* rows of the B tile each CTA of a cluster loads */
+        B_SLICE_BYTES = B_SLICE_ROWS * BK,
+        /* A stage is free again once every consumer warp of every CTA it was written into has
+         * read it, so its empty barrier counts the consumer warps of the whole cluster. */
+        EMPTY_ARRIVALS = CONSUMER_WARPS * CLUSTER,
     };
 
     static_assert(BM == 128 || BM == 256, "BM is 128 or 256");
@@ -116,36 +114,66 @@ struct Fp8WgmmaKernel {
     static_assert(SMEM_BYTES <= 232448, "over the 227 KB dynamic shared memory limit");
     static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 256 <= 65536, "register file oversubscribed");
     static_assert(!PROMOTE || WAVES * BN <= 192, "promotion needs 2 x WAVES x BN/2 accumulators");
-    static_assert(PROMOTE != 3 || 3 * WAVES * ACC <= 192, "double-buffered promotion registers");
-    static_assert(!ORDERED || PROMOTE == 1, "ordered issue is a form of PROMOTE 1");
+    static_assert(PROMOTE >= 0 && PROMOTE <= 2, "promotion mode");
+    static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
+    static_assert(B_SLICE_ROWS % 8 == 0, "each multicast slice starts on a whole 1024-byte atom");
 
-    /* Tile `tile` of the persistent sequence -> (m-tile, n-tile), grouped raster. */
-    static __device__ __forceinline__ void tile_coords(int tile, int m_tiles, int &mt, int &nt) {
+    /* Work unit `unit` of the persistent sequence -> (m-group, n-tile), grouped raster: GROUP_M
+     * m-groups walk the n-tiles together, so CTAs running at the same time share A and B rows
+     * in L2. An m-group is CLUSTER consecutive m-tiles, one per CTA of the cluster. */
+    static __device__ __forceinline__ void unit_coords(int unit, int m_groups, int &mg, int &nt) {
         const int per_group = GROUP_M * N_TILES;
-        const int group = tile / per_group;
+        const int group = unit / per_group;
         const int first_m = group * GROUP_M;
-        const int rows = min_of(m_tiles - first_m, (int)GROUP_M);
-        const int in_group = tile - group * per_group;
-        mt = first_m + in_group % rows;
+        const int rows = min_of(m_groups - first_m, (int)GROUP_M);
+        const int in_group = unit - group * per_group;
+        mg = first_m + in_group % rows;
         nt = in_group / rows;
     }
 
-    /* ---- producer: one thread streams A and B K-blocks into the ring ---- */
+    /* The work of this CTA: units first, first + stride, ... below `units`; the CTA's m-tile in a
+     * unit's m-group is its rank in the cluster. A CTA whose m-tile lies past M (odd m-tile
+     * counts) still loads its share of B for its peer; its A rows read as zeros (TMA) and its
+     * epilogue stores nothing. */
+    struct Work {
+        int first, stride, units, m_groups, rank;
+    };
+    static __device__ __forceinline__ Work work_of(i64 m) {
+        Work w;
+        const int m_tiles = (int)((m + BM - 1) / BM);
+        w.m_groups = (m_tiles + CLUSTER - 1) / CLUSTER;
+        w.units = w.m_groups * N_TILES;
+        w.rank = CLUSTER == 1 ? 0 : (int)cluster_ctarank();
+        w.first = (int)blockIdx.x / CLUSTER;
+        w.stride = (int)gridDim.x / CLUSTER;
+        return w;
+    }
+
+    /* ---- producer: one thread streams A and B K-blocks into the ring ----
+     * Each stage holds this CTA's A tile and the whole B tile; with a cluster of 2 each CTA loads
+     * its half of B into the same offset of both CTAs (multicast), and the full barrier of each
+     * CTA expects the whole stage, its own loads and the peer's half alike. */
     static __device__ __forceinline__ void producer(const Fp8WgmmaParams &p, u32 smem, u32 full_bar,
-                                                    u32 empty_bar, int num_tiles, int m_tiles) {
+                                                    u32 empty_bar, const Work &w) {
         int stage = 0;
         u32 phase = 0;
-        for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-            int mt, nt;
-            tile_coords(tile, m_tiles, mt, nt);
+        for (int unit = w.first; unit < w.units; unit += w.stride) {
+            int mg, nt;
+            unit_coords(unit, w.m_groups, mg, nt);
+            const int mt = mg * CLUSTER + w.rank;
             for (int kb = 0; kb < K_BLOCKS; kb++) {
                 /* First pass: parity phase^1 = 1 is "the phase before", complete at once. */
                 mbar_wait(empty_bar + stage * 8, phase ^ 1);
                 const u32 bar = full_bar + stage * 8;
                 mbar_arrive_expect_tx(bar, STAGE_BYTES);
                 tma_load_2d(smem + stage * A_BYTES, &p.tmap_a, bar, kb * BK, mt * BM);
-                tma_load_2d(smem + STAGES * A_BYTES + stage * B_BYTES, &p.tmap_b, bar, kb * BK,
-                            nt * BN);
+                const u32 b_dst = smem + STAGES * A_BYTES + stage * B_BYTES + w.rank * B_SLICE_BYTES;
+                const int b_row = nt * BN + w.rank * B_SLICE_ROWS;
+                if (CLUSTER == 1)
+                    tma_load_2d(b_dst, &p.tmap_b, bar, kb * BK, b_row);
+                else
+                    tma_load_2d_multicast(b_dst, &p.tmap_b, bar, kb * BK, b_row,
+                                          (u16)((1u << CLUSTER) - 1));
                 if (++stage == STAGES) {
                     stage = 0;
                     phase ^= 1;
@@ -189,76 +217,25 @@ struct Fp8WgmmaKernel {
         wgmma_commit();
     }
 
-    /* Hand slot `stage` back to the producer: one arrival per consumer warp. */
+    /* Hand slot `stage` back to the producers: one arrival per consumer warp on the empty
+     * barrier of every CTA of the cluster, since each of them wrote part of the slot. */
     static __device__ __forceinline__ void release(u32 empty_bar, int stage, int lane) {
-        if (lane == 0)
-            mbar_arrive(empty_bar + stage * 8);
-    }
-
-    /* acc (+)= part once part's wgmmas have completed (first: acc = part). */
-    static __device__ __forceinline__ void promote_add(float (&acc)[WAVES][ACC],
-                                                       float (&part)[WAVES][ACC], bool first) {
+        if (lane == 0) {
+            if (CLUSTER == 1) {
+                mbar_arrive(empty_bar + stage * 8);
+            } else {
 #pragma unroll
-        for (int w = 0; w < WAVES; w++) {
-            reg_fence_all(part[w]);
-#pragma unroll
-            for (int i = 0; i < ACC; i++)
-                acc[w][i] = first ? part[w][i] : acc[w][i] + part[w][i];
+                for (int r = 0; r < CLUSTER; r++)
+                    mbar_arrive_cluster(empty_bar + stage * 8, (u32)r);
+            }
         }
-    }
-
-    /* One 128-K block of the double-buffered promotion: issue block kb into `cur`, then, with
-     * kb's wgmmas in flight, wait for block kb-1 (in `prev`), add it and free its slot. */
-    static __device__ __forceinline__ void promote_step(float (&acc)[WAVES][ACC],
-                                                        float (&cur)[WAVES][ACC],
-                                                        float (&prev)[WAVES][ACC], int kb,
-                                                        u64 da0, u64 db0, u32 full_bar,
-                                                        u32 empty_bar, int lane, int &stage,
-                                                        u32 &phase, int &prev_stage) {
-        mbar_wait(full_bar + stage * 8, phase);
-        mma_block(cur, wgmma_desc_advance(da0, stage * A_BYTES),
-                  wgmma_desc_advance(db0, stage * B_BYTES), true);
-        if (kb > 0) {
-            wgmma_wait<1>();
-            promote_add(acc, prev, kb == 1);
-            release(empty_bar, prev_stage, lane);
-        }
-        prev_stage = stage;
-        if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1;
-        }
-    }
-
-    /* Double-buffered promotion main loop for one tile (PROMOTE_DB). The loop is unrolled by two
-     * so each partial accumulator keeps compile-time register names. */
-    static __device__ __forceinline__ void mainloop_promote_db(float (&acc)[WAVES][ACC], u32 smem,
-                                                               u32 full_bar, u32 empty_bar, int cwg,
-                                                               int lane, int &stage, u32 &phase) {
-        const u64 da0 = wgmma_desc_sw128(smem + cwg * WG_ROWS * BK);
-        const u64 db0 = wgmma_desc_sw128(smem + STAGES * A_BYTES);
-        float part0[WAVES][ACC], part1[WAVES][ACC];
-        int prev_stage = 0;
-        for (int kb = 0; kb < K_BLOCKS; kb += 2) {
-            promote_step(acc, part0, part1, kb, da0, db0, full_bar, empty_bar, lane, stage, phase,
-                         prev_stage);
-            if (kb + 1 < K_BLOCKS)
-                promote_step(acc, part1, part0, kb + 1, da0, db0, full_bar, empty_bar, lane, stage,
-                             phase, prev_stage);
-        }
-        wgmma_wait<0>();
-        if ((K_BLOCKS - 1) % 2 == 0)
-            promote_add(acc, part0, K_BLOCKS == 1);
-        else
-            promote_add(acc, part1, K_BLOCKS == 1);
-        release(empty_bar, prev_stage, lane);
     }
 
     /* ---- consumer main loop for one tile: acc = A rows x B rows over all of K ---- */
     static __device__ __forceinline__ void mainloop(float (&acc)[WAVES][ACC],
                                                     float (&part)[WAVES][ACC], u32 smem,
                                                     u32 full_bar, u32 empty_bar, int cwg, int lane,
-                                                    int &stage, u32 &phase, int &seq, int total) {
+                                                    int &stage, u32 &phase) {
         /* Descriptors of stage 0, built once; a stage is a descriptor add away. */
         const u64 da0 = wgmma_desc_sw128(smem + cwg * WG_ROWS * BK);
         const u64 db0 = wgmma_desc_sw128(smem + STAGES * A_BYTES);
@@ -293,28 +270,7 @@ struct Fp8WgmmaKernel {
                 }
                 release(empty_bar, stage, lane);
             } else if (PROMOTE) {
-                /* Ordered issue: warpgroup 1 issues block s after warpgroup 0 did, and
-                 * warpgroup 0 issues block s+1 after warpgroup 1 issued block s. The tensor
-                 * cores then run the two warpgroups' blocks one after the other, so while one
-                 * waits for its block and adds it into FP32, the other's block keeps them busy
-                 * (issued together, both blocks would finish together and both warpgroups
-                 * would add at once, the tensor cores idle). `seq` counts the blocks of every
-                 * tile of this CTA, so the pairing runs on across tiles; the last block's
-                 * signal to warpgroup 0 is not sent, as nobody would wait for it. */
-                if (ORDERED) {
-                    if (cwg == 1)
-                        named_bar_sync(ORDER_BAR_WG0, 256);
-                    else if (seq > 0)
-                        named_bar_sync(ORDER_BAR_WG1, 256);
-                }
                 mma_block(part, da, db, true);
-                if (ORDERED) {
-                    if (cwg == 0)
-                        named_bar_arrive(ORDER_BAR_WG0, 256);
-                    else if (seq + 1 < total)
-                        named_bar_arrive(ORDER_BAR_WG1, 256);
-                }
-                seq++;
                 wgmma_wait<0>();
 #pragma unroll
                 for (int w = 0; w < WAVES; w++)
@@ -448,26 +404,18 @@ struct Fp8WgmmaKernel {
 
     static __device__ __forceinline__ void consumer(const Fp8WgmmaParams &p, u32 smem,
                                                     u8 *smem_ptr, u32 full_bar, u32 empty_bar,
-                                                    int cwg, int num_tiles, int m_tiles) {
+                                                    int cwg, const Work &w) {
         const int tid = threadIdx.x & 127;
         u8 *staging = smem_ptr + STAGING_OFFSET + cwg * WG_ROWS * EPI_PITCH;
         float acc[WAVES][ACC];
-        float part[WAVES][ACC]; /* single-buffered promotion only; optimised away otherwise */
+        float part[WAVES][ACC]; /* promotion only; optimised away otherwise */
         int stage = 0;
         u32 phase = 0;
-        /* 128-K blocks this CTA runs over all its tiles (the ordered issue pairs them up). */
-        const int my_tiles = (num_tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x;
-        const int total = my_tiles * K_BLOCKS;
-        int seq = 0;
-        for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-            int mt, nt;
-            tile_coords(tile, m_tiles, mt, nt);
-            if (PROMOTE_DB)
-                mainloop_promote_db(acc, smem, full_bar, empty_bar, cwg, tid & 31, stage, phase);
-            else
-                mainloop(acc, part, smem, full_bar, empty_bar, cwg, tid & 31, stage, phase, seq,
-                         total);
-            epilogue(p, acc, staging, mt, nt, cwg, tid);
+        for (int unit = w.first; unit < w.units; unit += w.stride) {
+            int mg, nt;
+            unit_coords(unit, w.m_groups, mg, nt);
+            mainloop(acc, part, smem, full_bar, empty_bar, cwg, tid & 31, stage, phase);
+            epilogue(p, acc, staging, mg * CLUSTER + w.rank, nt, cwg, tid);
         }
     }
 
@@ -483,26 +431,38 @@ struct Fp8WgmmaKernel {
 
         if (threadIdx.x == 0) {
             for (int s = 0; s < STAGES; s++) {
-                mbar_init(full_bar + s * 8, 1);                /* producer's arrive.expect_tx */
-                mbar_init(empty_bar + s * 8, CONSUMER_WARPS); /* one arrival per consumer warp */
+                mbar_init(full_bar + s * 8, 1); /* the producer's arrive.expect_tx */
+                mbar_init(empty_bar + s * 8, EMPTY_ARRIVALS);
             }
             fence_mbarrier_init();
         } else if (threadIdx.x == 32) {
             prefetch_tmap(&p.tmap_a);
             prefetch_tmap(&p.tmap_b);
         }
-        __syncthreads();
+        /* With a cluster, the peer's producer multicasts into this CTA's ring and its consumers
+         * arrive on these barriers: every barrier of both CTAs must exist before either starts. */
+        if (CLUSTER == 1)
+            __syncthreads();
+        else
+            cluster_sync();
 
-        const int m_tiles = (int)((p.m + BM - 1) / BM);
-        const int num_tiles = m_tiles * N_TILES;
+        const Work w = work_of(p.m);
         const int wg = threadIdx.x >> 7;
         if (wg == 0) {
             setmaxnreg_dec<PRODUCER_REGS>();
             if (threadIdx.x == 0)
-                producer(p, smem, full_bar, empty_bar, num_tiles, m_tiles);
+                producer(p, smem, full_bar, empty_bar, w);
         } else {
             setmaxnreg_inc<CONSUMER_REGS>();
-            consumer(p, smem, smem_ptr, full_bar, empty_bar, wg - 1, num_tiles, m_tiles);
+            consumer(p, smem, smem_ptr, full_bar, empty_bar, wg - 1, w);
+        }
+        /* Nobody leaves while the peer may still write into this CTA's shared memory or arrive
+         * on its barriers: every multicast slice is consumed and every release sent by the time
+         * both CTAs' consumers get here. The producer warp diverged (one thread worked), and the
+         * cluster barrier is .aligned: reconverge first. */
+        if (CLUSTER > 1) {
+            __syncwarp();
+            cluster_sync();
         }
     }
 };
