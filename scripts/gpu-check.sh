@@ -248,8 +248,22 @@ sanitize_candidates() {
     return "$rc"
 }
 
+# GPU_CHECK_SMOKE: "candidate|jitgemm run options;..." pairs, each run once under a hard timeout.
+smoke_candidates() {
+    local item c opts rc=0
+    IFS=';' read -r -a items <<<"$GPU_CHECK_SMOKE"
+    for item in "${items[@]}"; do
+        c="${item%%|*}"
+        opts="${item#*|}"
+        echo "--- smoke, candidate $c: $opts"
+        JITGEMM_FORCE_CANDIDATE="$c" timeout -s KILL 30 "$BUILD/jitgemm" run $opts --iters 5 ||
+            { echo "FAILED (or timed out): $c $opts"; rc=1; }
+    done
+    return "$rc"
+}
+
 export -f extract_deb unpack_debs build run_shapes benchmarks tee_to profile_candidates \
-    sanitize_candidates
+    sanitize_candidates smoke_candidates
 export ROOT OUT GPU_ROOT GPU_LIB BUILD
 export SHAPES_STR="${SHAPES[*]}"
 
@@ -272,6 +286,11 @@ main() {
 
     step build 180 build || { write_summary; return 1; }
 
+    # A kernel that hangs would spend the whole budget: each forced candidate runs once first,
+    # killed after 30 s, and nothing else runs if one of them fails.
+    if [ -n "${GPU_CHECK_SMOKE:-}" ]; then
+        step smoke 120 smoke_candidates || { write_summary; return 1; }
+    fi
     # GPU_CHECK_TESTS narrows ctest to a regex (-R) when device time is short.
     step ctest 240 tee_to "$OUT/ctest.log" ctest --test-dir "$BUILD" --output-on-failure \
         --no-tests=error -j 4 ${GPU_CHECK_TESTS:+-R "$GPU_CHECK_TESTS"}

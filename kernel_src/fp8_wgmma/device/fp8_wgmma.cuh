@@ -133,15 +133,14 @@ struct Fp8WgmmaKernel {
 
     /* The work of this CTA: units first, first + stride, ... below `units`; the CTA's m-tile in a
      * unit's m-group is its rank in the cluster. A CTA whose m-tile lies past M (odd m-tile
-     * counts) still loads its share of B for its peer; its A rows read as zeros (TMA) and its
-     * epilogue stores nothing. */
+     * counts) still loads its share of B for its peer; its epilogue stores nothing. */
     struct Work {
-        int first, stride, units, m_groups, rank;
+        int first, stride, units, m_tiles, m_groups, rank;
     };
     static __device__ __forceinline__ Work work_of(i64 m) {
         Work w;
-        const int m_tiles = (int)((m + BM - 1) / BM);
-        w.m_groups = (m_tiles + CLUSTER - 1) / CLUSTER;
+        w.m_tiles = (int)((m + BM - 1) / BM);
+        w.m_groups = (w.m_tiles + CLUSTER - 1) / CLUSTER;
         w.units = w.m_groups * N_TILES;
         w.rank = CLUSTER == 1 ? 0 : (int)cluster_ctarank();
         w.first = (int)blockIdx.x / CLUSTER;
@@ -160,7 +159,10 @@ struct Fp8WgmmaKernel {
         for (int unit = w.first; unit < w.units; unit += w.stride) {
             int mg, nt;
             unit_coords(unit, w.m_groups, mg, nt);
-            const int mt = mg * CLUSTER + w.rank;
+            /* A CTA whose m-tile lies past M (the second of an odd count) reads the last real
+             * m-tile's rows instead of a box wholly outside the tensor: its results are never
+             * stored, and every load it issues stays an ordinary, in-bounds one. */
+            const int mt = min_of(mg * CLUSTER + w.rank, w.m_tiles - 1);
             for (int kb = 0; kb < K_BLOCKS; kb++) {
                 /* First pass: parity phase^1 = 1 is "the phase before", complete at once. */
                 mbar_wait(empty_bar + stage * 8, phase ^ 1);
