@@ -206,3 +206,101 @@ Test(fp8_wgmma, compiles_for_sm_90a_without_spills_or_serialised_wgmma, .timeout
         }
     }
 }
+
+/* ---- the launch, against a recording driver ------------------------------------------------ */
+
+typedef struct recorded_map {
+    cuuint64_t dims[2], stride;
+    cuuint32_t box[2];
+    CUtensorMapSwizzle swizzle;
+} recorded_map_t;
+
+static recorded_map_t g_maps[4];
+static int g_n_maps;
+static CUlaunchConfig g_cfg;
+static unsigned g_cluster_x;
+
+static CUresult fake_encode(CUtensorMap *map, CUtensorMapDataType dt, cuuint32_t rank, void *addr,
+                            const cuuint64_t *dims, const cuuint64_t *strides,
+                            const cuuint32_t *box, const cuuint32_t *elem, CUtensorMapInterleave il,
+                            CUtensorMapSwizzle sw, CUtensorMapL2promotion l2,
+                            CUtensorMapFloatOOBfill oob) {
+    (void)dt, (void)addr, (void)elem, (void)il, (void)l2, (void)oob;
+    cr_assert_eq(rank, 2u);
+    cr_assert_lt(g_n_maps, 4);
+    recorded_map_t *r = &g_maps[g_n_maps++];
+    r->dims[0] = dims[0];
+    r->dims[1] = dims[1];
+    r->stride = strides[0];
+    r->box[0] = box[0];
+    r->box[1] = box[1];
+    r->swizzle = sw;
+    memset(map, 0, sizeof(*map));
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_launch(const CUlaunchConfig *cfg, CUfunction f, void **args, void **extra) {
+    (void)f, (void)args, (void)extra;
+    g_cfg = *cfg;
+    g_cluster_x = 1;
+    for (unsigned i = 0; i < cfg->numAttrs; i++)
+        if (cfg->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+            g_cluster_x = cfg->attrs[i].value.clusterDim.x;
+    return CUDA_SUCCESS;
+}
+
+/* Each CTA of a cluster loads its slice of the B tile: the B map's box must be BN / cluster
+ * rows, or each full barrier receives twice the bytes it expects and the kernel hangs (as an
+ * H200 run once did). The grid is a whole number of clusters and at most one CTA per SM. */
+static void check_launch(const char *force, int bn, int cluster, int64_t m) {
+    setenv("JITGEMM_FORCE_CANDIDATE", force, 1);
+    jit__plan_t p;
+    make_plan(4, 5120, 5120, JIT_EPILOGUE_LINEAR, &p);
+    unsetenv("JITGEMM_FORCE_CANDIDATE");
+    const jit__wgmma_plan_t *wp = jit__wgmma_cof(&p);
+    cr_assert_eq(wp->bn, bn);
+    cr_assert_eq(wp->cluster, cluster);
+    jit__driver_t drv;
+    memset(&drv, 0, sizeof(drv));
+    drv.cuTensorMapEncodeTiled = fake_encode;
+    drv.cuLaunchKernelEx = fake_launch;
+    void *state = NULL;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    cr_assert_eq(p.family->prepare(&drv, NULL, &p, &state, &d), JIT_OK, "%s", d.msg);
+    jit_problem_t prob;
+    jit_problem_init(&prob);
+    prob.m = m;
+    prob.n = 5120;
+    prob.k = 5120;
+    jit_operands_t ops;
+    jit_operands_init(&ops);
+    static _Alignas(16) unsigned char fake[64];
+    ops.a = ops.b = ops.scale_a = ops.scale_b = ops.d = fake;
+    jit__launch_args_t args = {&prob, &ops, 5120, 5120, 5120, 5120, NULL};
+    g_n_maps = 0;
+    cr_assert_eq(p.family->launch(&drv, NULL, &p, state, &args, &d), JIT_OK, "%s", d.msg);
+    cr_assert_eq(g_n_maps, 2);
+    cr_expect_eq(g_maps[0].box[0], 128u);
+    cr_expect_eq(g_maps[0].box[1], (cuuint32_t)wp->bm, "A box rows");
+    cr_expect_eq(g_maps[1].box[1], (cuuint32_t)(bn / cluster), "B box rows: one cluster slice");
+    cr_expect_eq(g_maps[1].dims[1], 5120u);
+    cr_expect_eq(g_maps[0].swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
+    cr_expect_eq(g_cluster_x, (unsigned)cluster);
+    cr_expect_eq(g_cfg.gridDimX % (unsigned)cluster, 0u);
+    cr_expect_leq(g_cfg.gridDimX, 132u);
+    cr_expect_eq(g_cfg.blockDimX, 384u);
+    cr_expect_eq(g_cfg.sharedMemBytes, p.smem_bytes);
+    int64_t units = ((m + wp->bm - 1) / wp->bm + cluster - 1) / cluster * ((5120 + bn - 1) / bn);
+    cr_expect_eq(g_cfg.gridDimX, (unsigned)(units * cluster < 132 / cluster * cluster
+                                                ? units * cluster
+                                                : 132 / cluster * cluster));
+    p.family->release(&drv, state);
+}
+
+Test(fp8_wgmma, launch_maps_and_grid_match_the_plan) {
+    check_launch("wgmma_tma:128x160", 160, 1, 4096);
+    check_launch("wgmma_tma_mc2:128x160", 160, 2, 4096);
+    check_launch("wgmma_tma_mc2:128x128", 128, 2, 600);
+    check_launch("wgmma_tma_mc2:128x64", 64, 2, 100);
+}

@@ -311,8 +311,9 @@ static jit_status_t launch(const jit__driver_t *drv, CUfunction fn, const jit__p
     jit_status_t st =
         encode(drv, &s->a, o->a, p->m, p->k, a->lda, wp->bm, "encoding the tensor map of A", d);
     if (st == JIT_OK)
-        st =
-            encode(drv, &s->b, o->b, p->n, p->k, a->ldb, wp->bn, "encoding the tensor map of B", d);
+        /* With a cluster each CTA loads its slice of the B tile (multicast to both). */
+        st = encode(drv, &s->b, o->b, p->n, p->k, a->ldb, wp->bn / wp->cluster,
+                    "encoding the tensor map of B", d);
     if (st == JIT_OK) {
         params.tmap_a = s->a.map;
         params.tmap_b = s->b.map;
