@@ -46,8 +46,7 @@ static jit_status_t try_plan(const char *arch, int band, int64_t n, int64_t k, j
 static void make_plan(int band, int64_t n, int64_t k, jit_epilogue_t ep, jit__plan_t *p) {
     jit__diag_t d;
     cr_assert_eq(try_plan("sm_90a", band, n, k, ep, p, &d), JIT_OK, "%s", d.msg);
-    cr_assert_eq(p->family, &jit__family_fp8_wgmma, "band %d planned by %s", band,
-                 p->family->name);
+    cr_assert_eq(p->family, &jit__family_fp8_wgmma, "band %d planned by %s", band, p->family->name);
 }
 
 Test(fp8_wgmma, takes_row_scaled_fp8_on_sm_90a_only) {
@@ -292,13 +291,30 @@ static void check_launch(const char *force, int bn, int cluster, int64_t m) {
     cr_expect_eq(g_cfg.blockDimX, 384u);
     cr_expect_eq(g_cfg.sharedMemBytes, p.smem_bytes);
     int64_t units = ((m + wp->bm - 1) / wp->bm + cluster - 1) / cluster * ((5120 + bn - 1) / bn);
-    cr_expect_eq(g_cfg.gridDimX, (unsigned)(units * cluster < 132 / cluster * cluster
-                                                ? units * cluster
-                                                : 132 / cluster * cluster));
+    cr_expect_eq(g_cfg.gridDimX,
+                 (unsigned)(units * cluster < 132 / cluster * cluster ? units * cluster
+                                                                      : 132 / cluster * cluster));
     p.family->release(&drv, state);
 }
 
+Test(fp8_wgmma, multicast_routes_are_weighed_only_on_request) {
+    jit__plan_t p;
+    unsetenv("JITGEMM_ALLOW_UNVERIFIED_ROUTES");
+    make_plan(4, 5120, 17408, JIT_EPILOGUE_LINEAR, &p);
+    for (int i = 0; i < p.n_candidates; i++)
+        cr_expect_str_neq(p.candidates[i].route, "wgmma_tma_mc2");
+    cr_expect_eq(jit__wgmma_cof(&p)->cluster, 1);
+    setenv("JITGEMM_ALLOW_UNVERIFIED_ROUTES", "1", 1);
+    make_plan(4, 5120, 17408, JIT_EPILOGUE_LINEAR, &p);
+    int mc2 = 0;
+    for (int i = 0; i < p.n_candidates; i++)
+        mc2 += strcmp(p.candidates[i].route, "wgmma_tma_mc2") == 0;
+    cr_expect_gt(mc2, 0);
+    unsetenv("JITGEMM_ALLOW_UNVERIFIED_ROUTES");
+}
+
 Test(fp8_wgmma, launch_maps_and_grid_match_the_plan) {
+    setenv("JITGEMM_ALLOW_UNVERIFIED_ROUTES", "1", 1);
     check_launch("wgmma_tma:128x160", 160, 1, 4096);
     check_launch("wgmma_tma_mc2:128x160", 160, 2, 4096);
     check_launch("wgmma_tma_mc2:128x128", 128, 2, 600);
