@@ -34,8 +34,12 @@
  *   warpgroups 1, 2  consumers: each owns BW/2 weight rows (one or two m64 waves) and all TOK
  *                tokens; per stage they wait on full[s], then per 128-K block issue 4 k32 wgmmas
  *                into a fresh partial accumulator, wait for them and add the partial into FP32
- *                registers, and free the slot (empty[s]) (promotion every 128 K: FP8 wgmma keeps about 14 bits of its
- *                running sum, not enough over long K).
+ *                registers (promotion every 128 K: FP8 wgmma keeps about 14 bits of its running
+ *                sum, not enough over long K), and free the slot (empty[s]). After a unit they
+ *                store its partial and, if this CTA completed the tile, reduce it and write D
+ *                (unit_epilogue). That epilogue stalls the weight stream: once the ring is full
+ *                the producer issues nothing until the consumers are back (measured on the H200:
+ *                about 3.6 us per unit at 1 token), so prefer few units per CTA.
  *
  * Ragged M, N and K come from TMA: boxes past the tensor edge are zero-filled (and still count in
  * the transaction bytes). Nothing reads sa/sb/residual past M/N or writes D past M/Nout.
@@ -86,7 +90,9 @@ enum Fp8WgmmaDecodeEpilogue {
  * SPLIT     k-splits per tile, 1 <= SPLIT <= ceil(K / 128)
  * KSUB      128-K blocks per stage (1, 2 or 4); a unit's last stage may hold fewer
  * W_HINT    1: weight loads carry an L2 evict-first policy (read once); 0: no hint
- * PRODUCER_REGS / CONSUMER_REGS  setmaxnreg budgets (40/232 or 24/240)
+ * PRODUCER_REGS / CONSUMER_REGS  setmaxnreg budgets: 40/232 (or 24/240). 128 P + 256 C must not
+ *           exceed 168 x 384 = 64512, the registers __launch_bounds__(384, 1) gives the CTA:
+ *           setmaxnreg.inc takes from the CTA's own pool, so e.g. 80/216 blocks forever.
  */
 template <int BW, int TOK, int STAGES, int N, int K, int EPILOGUE, int SPLIT, int KSUB = 1,
           int W_HINT = 0, int PRODUCER_REGS = 40, int CONSUMER_REGS = 232>
@@ -114,6 +120,7 @@ struct Fp8WgmmaDecodeKernel {
         STAGING_BYTES = SPLIT == 1 ? TOK * STAGING_PITCH * 4 : 0,
         FLAG_OFFSET = STAGING_OFFSET + STAGING_BYTES, /* "this CTA is the tile's last" broadcast */
         BAR_OFFSET = FLAG_OFFSET + 16,
+        /* mbarriers: full[STAGES], empty[STAGES] */
         SMEM_BYTES = BAR_OFFSET + 2 * STAGES * 8 + 1024, /* + slack to align the base to 1024 */
         SLICE_FLOATS = TOK * BW, /* one k-split's partial tile in the workspace */
         BAR_CONSUMERS = 1,       /* named barrier of the 256 consumer threads */
@@ -132,7 +139,8 @@ struct Fp8WgmmaDecodeKernel {
     static_assert(W_BYTES % 1024 == 0 && X_BYTES % 1024 == 0,
                   "every 128B-swizzled tile must start on a 1024-byte boundary");
     static_assert(SMEM_BYTES <= 232448, "over the 227 KB dynamic shared memory limit");
-    static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 256 <= 65536, "register file oversubscribed");
+    static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 256 <= 168 * THREADS,
+                  "setmaxnreg budgets over the CTA's 168 x 384 registers: .inc would never return");
 
     /* One work unit. Units are numbered tile-major (u = tile * SPLIT + j), so the SPLIT units of a
      * tile run at about the same time on neighbouring CTAs and tiles complete (and are reduced)
