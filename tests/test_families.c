@@ -17,6 +17,7 @@
 #include "jitgemm.h"
 #include "key.h"
 #include "plan.h"
+#include "reference.h"
 #include "support.h"
 
 #define TOY_N 4242
@@ -301,4 +302,42 @@ Test(families, golden_sources) {
     s = row_spec(27648, 5120);
     s.epilogue = JIT_EPILOGUE_LINEAR_SWIGLU;
     check_golden("fp8_wgmma_swiglu_band1_sm_90a", &s, 1, "sm_90a");
+}
+
+/* Every family has a reference and a tolerance; the FP8 families' reference is the row-scaled
+ * one, argument for argument (a wrapper that swapped lda and ldb would show here). */
+Test(families, every_family_has_a_reference_and_a_tolerance) {
+    size_t n;
+    const jit__family_t *const *t = jit__families(&n);
+    for (size_t i = 0; i < n; i++) {
+        cr_expect_not_null(t[i]->reference, "%s has no reference", t[i]->name);
+        cr_expect_not_null(t[i]->tolerance, "%s has no tolerance", t[i]->name);
+    }
+    enum { M = 3, N = 5, K = 48, LDA = 64, LDB = 80 };
+    uint8_t a[M * LDA], b[N * LDB];
+    float sa[M], sb[N];
+    uint64_t rng = 0x1234;
+    for (size_t i = 0; i < sizeof(a); i++)
+        a[i] = (uint8_t)(1 + jt_rng_next(&rng) % 0x7e);
+    for (size_t i = 0; i < sizeof(b); i++)
+        b[i] = (uint8_t)(0x80 | (1 + jt_rng_next(&rng) % 0x7e));
+    for (int i = 0; i < M; i++)
+        sa[i] = (float)jt_rng_uniform(&rng, 0.5, 2.0);
+    for (int i = 0; i < N; i++)
+        sb[i] = (float)jt_rng_uniform(&rng, 0.5, 2.0);
+    jit__gemm_spec_t s = row_spec(N, K);
+    jit__ref_inputs_t in = {M, a, LDA, b, LDB, sa, sb, NULL, 0, 1.5f};
+    const char *fams[] = {"fp8_wgmma", "fp8_mma_sync"};
+    for (size_t f = 0; f < 2; f++) {
+        double want[M * N], want_mag[M * N], got[M * N], got_mag[M * N];
+        jit__ref_fp8_rowscaled(&s, M, a, LDA, b, LDB, sa, sb, NULL, 0, 1.5f, want, want_mag);
+        jit__family_find(fams[f])->reference(&s, &in, got, got_mag);
+        for (int i = 0; i < M * N; i++) {
+            cr_expect_eq(got[i], want[i], "%s [%d]", fams[f], i);
+            cr_expect_eq(got_mag[i], want_mag[i], "%s mag [%d]", fams[f], i);
+        }
+    }
+    /* The wgmma family's tolerance is the wider one of FP8 tensor-core accumulation. */
+    cr_expect_gt(jit__family_find("fp8_wgmma")->tolerance(1.0, 1000.0),
+                 jit__family_find("fp8_mma_sync")->tolerance(1.0, 1000.0));
 }

@@ -159,13 +159,6 @@ static jit_status_t launch(const jit__driver_t *drv, CUfunction fn, const jit__p
     return JIT_OK;
 }
 
-static void reference(const jit__gemm_spec_t *spec, const jit__ref_inputs_t *in, double *out,
-                      double *mag) {
-    jit__ref_fp8_rowscaled(spec, in->m, in->a, in->lda_bytes, in->b, in->ldb_bytes,
-                           (const float *)in->scale_a, (const float *)in->scale_b, in->residual,
-                           in->ldr, in->alpha, out, mag);
-}
-
 const jit__family_t jit__family_fp8_mma_sync = {
     .name = "fp8_mma_sync",
     .kernel_name = "jitgemm_fp8_mma_sync",
@@ -175,6 +168,6 @@ const jit__family_t jit__family_fp8_mma_sync = {
     .generate = jit__gen_fp8_mma_sync,
     .plan_to_json = plan_to_json,
     .launch = launch,
-    .reference = reference,
+    .reference = jit__ref_fp8_rowscaled_of,
     .tolerance = jit__ref_tolerance,
 };

@@ -14,6 +14,7 @@
  */
 #include <math.h>
 
+#include "family.h"
 #include "formats.h"
 #include "reference.h"
 
@@ -67,6 +68,13 @@ void jit__ref_fp8_rowscaled(const jit__gemm_spec_t *spec, int64_t m, const uint8
                 mag[r * nout + j] = vm;
         }
     }
+}
+
+void jit__ref_fp8_rowscaled_of(const jit__gemm_spec_t *spec, const jit__ref_inputs_t *in,
+                               double *out, double *mag) {
+    jit__ref_fp8_rowscaled(spec, in->m, in->a, in->lda_bytes, in->b, in->ldb_bytes,
+                           (const float *)in->scale_a, (const float *)in->scale_b, in->residual,
+                           in->ldr, in->alpha, out, mag);
 }
 
 double jit__ref_tolerance(double ref, double mag) {

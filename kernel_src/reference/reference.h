@@ -18,6 +18,12 @@ void jit__ref_fp8_rowscaled(const jit__gemm_spec_t *spec, int64_t m, const uint8
                             const uint16_t *residual, int64_t ldr, float alpha, double *out,
                             double *mag);
 
+/* jit__ref_fp8_rowscaled in the form a family's `reference` takes (jit/family.h): the FP8
+ * families share it, since they compute the same function. */
+struct jit__ref_inputs;
+void jit__ref_fp8_rowscaled_of(const jit__gemm_spec_t *spec, const struct jit__ref_inputs *in,
+                               double *out, double *mag);
+
 /* SwiGLU of one gate/up pair, both already scaled: out = silu(g) * u, and the bound of its
  * error from the bounds g_mag and u_mag of g and u, to first order:
  * |u * silu'(g)| * g_mag + |silu(g)| * u_mag. Shared by both references. */
