@@ -320,3 +320,160 @@ Test(fp8_wgmma, launch_maps_and_grid_match_the_plan) {
     check_launch("wgmma_tma_mc2:128x128", 128, 2, 600);
     check_launch("wgmma_tma_mc2:128x64", 64, 2, 100);
 }
+
+/* ---- the decode route ---------------------------------------------------------------------- */
+
+static size_t g_alloc_bytes[4];
+static int g_n_allocs, g_memsets, g_waits, g_records;
+
+static CUresult fake_alloc(CUdeviceptr *p, size_t bytes) {
+    cr_assert_lt(g_n_allocs, 4);
+    g_alloc_bytes[g_n_allocs++] = bytes;
+    *p = (CUdeviceptr)(0x1000u * (unsigned)g_n_allocs);
+    return CUDA_SUCCESS;
+}
+static CUresult fake_free(CUdeviceptr p) {
+    (void)p;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_memset(CUdeviceptr p, unsigned char v, size_t n) {
+    (void)p, (void)n;
+    cr_expect_eq(v, 0, "the counters start at zero");
+    g_memsets++;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_event_create(CUevent *e, unsigned flags) {
+    (void)flags;
+    *e = (CUevent)(uintptr_t)0x77;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_event_destroy(CUevent e) {
+    (void)e;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_wait(CUstream s, CUevent e, unsigned f) {
+    (void)s, (void)e, (void)f;
+    g_waits++;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_record(CUevent e, CUstream s) {
+    (void)e, (void)s;
+    g_records++;
+    return CUDA_SUCCESS;
+}
+
+static void plan_decode(const char *force, int64_t n, int64_t k, jit_epilogue_t ep, int band,
+                        jit__plan_t *p) {
+    setenv("JITGEMM_ALLOW_UNVERIFIED_ROUTES", "1", 1);
+    if (force)
+        setenv("JITGEMM_FORCE_CANDIDATE", force, 1);
+    make_plan(band, n, k, ep, p);
+    unsetenv("JITGEMM_FORCE_CANDIDATE");
+    unsetenv("JITGEMM_ALLOW_UNVERIFIED_ROUTES");
+}
+
+Test(fp8_wgmma, decode_route_is_planned_for_small_bands_on_request_only) {
+    jit__plan_t p;
+    make_plan(0, 5120, 17408, JIT_EPILOGUE_LINEAR, &p);
+    cr_expect_eq(jit__wgmma_cof(&p)->route, JIT_WGMMA_TILES, "decode needs the opt-in");
+    plan_decode(NULL, 5120, 17408, JIT_EPILOGUE_LINEAR, 0, &p);
+    const jit__wgmma_plan_t *wp = jit__wgmma_cof(&p);
+    cr_expect_eq(wp->route, JIT_WGMMA_DECODE);
+    cr_expect_eq(wp->bm, 16, "one token tile holds every M of band 0");
+    cr_expect_geq(wp->split, 1);
+    cr_expect_eq(p.smem_bytes,
+                 jit__wgmma_decode_smem_bytes(wp->bn, wp->bm, wp->stages, wp->ksub, wp->split));
+    jit__key_t key;
+    const jit__toolchain_id_t id = {13, 0, 13, 0};
+    jit__key_make(&p, &id, "sm_90a", 0, &key);
+    cr_expect(strstr(key.text, " route=decode ") && strstr(key.text, " split="), "%s", key.text);
+    /* Larger bands never take it. */
+    plan_decode(NULL, 5120, 17408, JIT_EPILOGUE_LINEAR, 3, &p);
+    cr_expect_eq(jit__wgmma_cof(&p)->route, JIT_WGMMA_TILES);
+}
+
+Test(fp8_wgmma, decode_kernels_compile_without_spills_or_serialised_wgmma, .timeout = 600) {
+    const jit__toolchain_t *tc = auto_toolchain();
+    static const char *const forced[] = {"wgmma_decode_s6:16x128", "wgmma_decode_s1:16x128",
+                                         "wgmma_decode_s3:64x128"};
+    static const int bands[] = {0, 0, 1};
+    for (size_t f = 0; f < 3; f++) {
+        for (size_t e = 0; e < 3; e++) {
+            jit__plan_t p;
+            plan_decode(forced[f], 1176, 3584, k_epilogues[e], bands[f], &p);
+            cr_assert_eq(jit__wgmma_cof(&p)->route, JIT_WGMMA_DECODE);
+            jit__key_t k;
+            jit__key_make(&p, &tc->id, "sm_90a", 0, &k);
+            char *src = NULL;
+            jit__diag_t d;
+            jit__diag_init(&d);
+            cr_assert_eq(jit__generate(&p, &k, &src, &d), JIT_OK, "%s", d.msg);
+            cr_expect(strstr(src, "#include \"fp8_wgmma/device/fp8_wgmma_decode.cuh\""));
+            jit__compiled_t c;
+            jit_status_t st = jit__compile(tc, src, jit__plan_kernel_name(&p), "sm_90a", 1, &c, &d);
+            cr_assert_eq(st, JIT_OK, "%s %s: %s\n%s", forced[f], jit_epilogue_name(k_epilogues[e]),
+                         d.msg, d.log ? d.log : "");
+            cr_expect_eq(c.spill_stores + c.spill_loads, 0, "%s spills:\n%s", forced[f], c.log);
+            cr_expect_null(strstr(c.log, "C75"), "%s:\n%s", forced[f], c.log);
+            cr_expect_null(ptx_global_data_line(c.ptx), "%s: .global data", forced[f]);
+            cr_expect(strstr(c.ptx, "wgmma.mma_async.sync.aligned.m64n"));
+            jit__compiled_free(&c);
+            jit__diag_clear(&d);
+            free(src);
+        }
+    }
+}
+
+/* Decode launches: X's box is the token tile, W's the weight tile, one CTA per unit, and with a
+ * split K a workspace sized for the band's largest M, counters zeroed once, and every launch
+ * ordered behind the previous one. */
+Test(fp8_wgmma, decode_launch_matches_the_plan) {
+    jit__plan_t p;
+    plan_decode("wgmma_decode_s6:16x128", 5120, 17408, JIT_EPILOGUE_LINEAR, 0, &p);
+    const jit__wgmma_plan_t *wp = jit__wgmma_cof(&p);
+    cr_assert_eq(wp->split, 6);
+    jit__driver_t drv;
+    memset(&drv, 0, sizeof(drv));
+    drv.cuTensorMapEncodeTiled = fake_encode;
+    drv.cuLaunchKernelEx = fake_launch;
+    drv.cuMemAlloc = fake_alloc;
+    drv.cuMemFree = fake_free;
+    drv.cuMemsetD8 = fake_memset;
+    drv.cuEventCreate = fake_event_create;
+    drv.cuEventDestroy = fake_event_destroy;
+    drv.cuStreamWaitEvent = fake_wait;
+    drv.cuEventRecord = fake_record;
+    void *state = NULL;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    g_n_allocs = g_memsets = g_waits = g_records = 0;
+    cr_assert_eq(p.family->prepare(&drv, NULL, &p, &state, &d), JIT_OK, "%s", d.msg);
+    cr_assert_eq(g_n_allocs, 2);
+    /* band 0: M <= 16, one token tile; 40 weight tiles of 128 rows; 6 splits of 16 x 128. */
+    cr_expect_eq(g_alloc_bytes[0], (size_t)40 * 6 * 16 * 128 * 4);
+    cr_expect_eq(g_alloc_bytes[1], (size_t)40 * 4);
+    cr_expect_eq(g_memsets, 1);
+    jit_problem_t prob;
+    jit_problem_init(&prob);
+    prob.m = 3;
+    prob.n = 5120;
+    prob.k = 17408;
+    jit_operands_t ops;
+    jit_operands_init(&ops);
+    static _Alignas(16) unsigned char fake[64];
+    ops.a = ops.b = ops.scale_a = ops.scale_b = ops.d = fake;
+    jit__launch_args_t args = {&prob, &ops, 17408, 17408, 5120, 5120, NULL};
+    g_n_maps = 0;
+    for (int call = 0; call < 2; call++)
+        cr_assert_eq(p.family->launch(&drv, NULL, &p, state, &args, &d), JIT_OK, "%s", d.msg);
+    cr_expect_eq(g_n_maps, 2, "the maps are encoded once for the same operands");
+    cr_expect_eq(g_maps[0].box[1], 16u, "X box: the token tile");
+    cr_expect_eq(g_maps[0].dims[1], 3u);
+    cr_expect_eq(g_maps[1].box[1], 128u, "W box: the weight tile");
+    cr_expect_eq(g_cfg.gridDimX, 40u * 6u, "one CTA per unit");
+    cr_expect_eq(g_cfg.sharedMemBytes, p.smem_bytes);
+    cr_expect_eq(g_cluster_x, 1u);
+    cr_expect_eq(g_waits, 2);
+    cr_expect_eq(g_records, 2);
+    p.family->release(&drv, state);
+}

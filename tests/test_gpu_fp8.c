@@ -7,13 +7,13 @@
  * For each epilogue, M runs over {1, 40, 127, 600, 1345, 4001} (every token band, ragged M
  * tiles), N is ragged against every tile width (odd for linear, so the single-column store is
  * used), K = 1552 is a multiple of 16 but not of 128 (a 16-byte K tail), A and D have padded
- * strides, odd for odd M (D, and the residual of linear_add), so rows lose their alignment. Inputs are fresh random E4M3 codes (no zeros, no NaN), positive random scales chosen
- * so that outputs are O(1..10) and SwiGLU sees its curved part, and the output buffer is
- * poisoned with 0xFF bytes (BF16 NaN) before the call. Every element must satisfy
- *     |gpu - ref| <= 2^-8 |ref| + 1e-5 mag
- * (half a BF16 ulp of rounding, plus FP32 accumulation error relative to sum_k |a b| scaled;
- * see the reference for mag), no poisoned element may remain, and the padding columns of D
- * must still hold the poison. Without a GPU every test skips and says why.
+ * strides, odd for odd M (D, and the residual of linear_add), so rows lose their alignment. Inputs
+ * are fresh random E4M3 codes (no zeros, no NaN), positive random scales chosen so that outputs are
+ * O(1..10) and SwiGLU sees its curved part, and the output buffer is poisoned with 0xFF bytes (BF16
+ * NaN) before the call. Every element must satisfy |gpu - ref| <= 2^-8 |ref| + 1e-5 mag (half a
+ * BF16 ulp of rounding, plus FP32 accumulation error relative to sum_k |a b| scaled; see the
+ * reference for mag), no poisoned element may remain, and the padding columns of D must still hold
+ * the poison. Without a GPU every test skips and says why.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -244,8 +244,8 @@ static void run_case(jit_context_t *ctx, const jit__driver_t *drv, const jit__fa
                 if (bad < 8)
                     cr_log_error("%s %s m=%lld: D[%lld][%lld] = %.8g (0x%04X), reference %.8g, "
                                  "|err| %.3g > tol %.3g (mag %.3g)",
-                                 fam->name, jit_epilogue_name(ep), (long long)m, (long long)row, (long long)j,
-                                 got, bits, want, err, tol, mg);
+                                 fam->name, jit_epilogue_name(ep), (long long)m, (long long)row,
+                                 (long long)j, got, bits, want, err, tol, mg);
                 bad++;
                 ratio = INFINITY;
             }
@@ -262,8 +262,8 @@ static void run_case(jit_context_t *ctx, const jit__driver_t *drv, const jit__fa
     }
     cr_log_info("%s %s m=%lld n=%lld k=%lld ldd=%lld: worst |err|/tol %.3g at [%lld][%lld], "
                 "max (|err| - 2^-8 |ref|) / mag %.3g",
-                fam->name, jit_epilogue_name(ep), (long long)m, (long long)n, (long long)k, (long long)ldd,
-                worst_ratio, (long long)worst_r, (long long)worst_j, worst_err_mag);
+                fam->name, jit_epilogue_name(ep), (long long)m, (long long)n, (long long)k,
+                (long long)ldd, worst_ratio, (long long)worst_r, (long long)worst_j, worst_err_mag);
     cr_expect_eq(poisoned, 0, "%s m=%lld: %lld outputs never written (still 0xFFFF)",
                  jit_epilogue_name(ep), (long long)m, (long long)poisoned);
     cr_expect_eq(gap_written, 0, "%s m=%lld: %lld elements written past column %lld",
@@ -271,8 +271,8 @@ static void run_case(jit_context_t *ctx, const jit__driver_t *drv, const jit__fa
     cr_expect_eq(bad, 0,
                  "%s %s m=%lld n=%lld k=%lld: %lld of %lld outputs out of tolerance; worst at "
                  "[%lld][%lld]",
-                 fam->name, jit_epilogue_name(ep), (long long)m, (long long)n, (long long)k, (long long)bad,
-                 (long long)(m * nout), (long long)worst_r, (long long)worst_j);
+                 fam->name, jit_epilogue_name(ep), (long long)m, (long long)n, (long long)k,
+                 (long long)bad, (long long)(m * nout), (long long)worst_r, (long long)worst_j);
 
     drv->cuMemFree(da);
     drv->cuMemFree(db);
@@ -290,6 +290,11 @@ static void run_case(jit_context_t *ctx, const jit__driver_t *drv, const jit__fa
     free(ref);
     free(mag);
 }
+
+/* The candidate each M of k_tokens is forced to in the unverified-routes test: the decode
+ * kernel for the decode bands, clusters of two with multicast above (M = 127, 600 and 1345 give
+ * odd m-tile counts, so a CTA of a cluster has no rows). NULL: the plan's own choice. */
+static const char *g_forced[sizeof(k_tokens) / sizeof(k_tokens[0])];
 
 /* Runs every M of one epilogue on the family `family` (NULL: the one the models choose). */
 static void run_epilogue(const char *family, jit_epilogue_t ep, int64_t n) {
@@ -328,8 +333,14 @@ static void run_epilogue(const char *family, jit_epilogue_t ep, int64_t n) {
 
     uint64_t seed = jt_fresh_seed();
     cr_log_info("%s %s: seed 0x%016llx", family, jit_epilogue_name(ep), (unsigned long long)seed);
-    for (size_t i = 0; i < sizeof(k_tokens) / sizeof(k_tokens[0]); i++)
+    for (size_t i = 0; i < sizeof(k_tokens) / sizeof(k_tokens[0]); i++) {
+        if (g_forced[i])
+            setenv("JITGEMM_FORCE_CANDIDATE", g_forced[i], 1);
+        else
+            unsetenv("JITGEMM_FORCE_CANDIDATE");
         run_case(ctx, drv, fam, ep, k_tokens[i], n, seed + i);
+    }
+    unsetenv("JITGEMM_FORCE_CANDIDATE");
 
     jit_context_destroy(ctx);
     jt_rmtree(dir);
@@ -358,4 +369,34 @@ Test(gpu_fp8, mma_sync_linear_add_against_fp64_reference, .timeout = 900) {
 
 Test(gpu_fp8, mma_sync_linear_swiglu_against_fp64_reference, .timeout = 900) {
     run_epilogue("fp8_mma_sync", JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
+}
+
+/* The routes that have not yet run correctly on hardware through the library (the decode
+ * kernel, clusters of two): run only when JITGEMM_ALLOW_UNVERIFIED_ROUTES=1 asks for them, so
+ * the GPU check can validate them before they become defaults. */
+static void run_unverified(jit_epilogue_t ep, int64_t n) {
+    const char *v = getenv("JITGEMM_ALLOW_UNVERIFIED_ROUTES");
+    if (!v || strcmp(v, "1") != 0)
+        cr_skip("GPU test skipped: set JITGEMM_ALLOW_UNVERIFIED_ROUTES=1 to check the decode and "
+                "cluster-of-two wgmma routes");
+    static const char *const forced[] = {"wgmma_decode_s6:16x128", "wgmma_decode_s3:64x128",
+                                         "wgmma_tma_mc2:128x128",  "wgmma_tma_mc2:128x128",
+                                         "wgmma_tma_mc2:128x128",  "wgmma_tma_mc2:128x128"};
+    _Static_assert(sizeof(forced) / sizeof(forced[0]) == sizeof(k_tokens) / sizeof(k_tokens[0]),
+                   "one forced candidate per M");
+    for (size_t i = 0; i < sizeof(forced) / sizeof(forced[0]); i++)
+        g_forced[i] = forced[i];
+    run_epilogue("fp8_wgmma", ep, n);
+}
+
+Test(gpu_fp8, wgmma_unverified_routes_linear, .timeout = 900) {
+    run_unverified(JIT_EPILOGUE_LINEAR, 1001);
+}
+
+Test(gpu_fp8, wgmma_unverified_routes_linear_add, .timeout = 900) {
+    run_unverified(JIT_EPILOGUE_LINEAR_ADD, 1176);
+}
+
+Test(gpu_fp8, wgmma_unverified_routes_linear_swiglu, .timeout = 900) {
+    run_unverified(JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
 }

@@ -38,4 +38,29 @@ _Static_assert(offsetof(jit__wgmma_params_t, m) == 288, "m");
 _Static_assert(offsetof(jit__wgmma_params_t, alpha) == 312, "alpha");
 _Static_assert(sizeof(jit__wgmma_params_t) == 320, "size");
 
+/* The decode kernel's parameter block, mirrored by Fp8WgmmaDecodeParams in
+ * kernel_src/fp8_wgmma/device/fp8_wgmma_decode.cuh. X is A (tokens): box {128, TOK}; W is B
+ * (weights): box {128, BW}; both encoded as above. */
+typedef struct jit__wgmma_decode_params {
+    jit__wgmma_tmap_t tmap_x; /* A [M, K] */
+    jit__wgmma_tmap_t tmap_w; /* B [N, K] */
+    const float *sa;
+    const float *sb;
+    const uint16_t *residual;
+    uint16_t *d;
+    float *workspace;   /* split-K partials (SPLIT > 1) */
+    uint32_t *counters; /* one per (token tile, weight tile), zero at rest */
+    int64_t m;
+    int64_t ldd, ldr;
+    float alpha;
+    uint32_t reserved[13];
+} jit__wgmma_decode_params_t;
+
+_Static_assert(offsetof(jit__wgmma_decode_params_t, tmap_w) == 128, "tmap_w");
+_Static_assert(offsetof(jit__wgmma_decode_params_t, sa) == 256, "sa");
+_Static_assert(offsetof(jit__wgmma_decode_params_t, workspace) == 288, "workspace");
+_Static_assert(offsetof(jit__wgmma_decode_params_t, m) == 304, "m");
+_Static_assert(offsetof(jit__wgmma_decode_params_t, alpha) == 328, "alpha");
+_Static_assert(sizeof(jit__wgmma_decode_params_t) == 384, "size");
+
 #endif

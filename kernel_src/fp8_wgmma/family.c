@@ -111,24 +111,28 @@ static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
     const jit__plan_candidate_t *w = &p->candidates[index];
     p->chosen = index;
     p->modelled_us = w->modelled_us;
-    wp->bm = w->tile_m;
-    wp->bn = w->tile_n;
-    wp->stages = w->stages;
-    /* FP8 wgmma keeps about 14 bits of its running sum, so partial sums are promoted to FP32
-     * every 128 K, as torch._scaled_mm does by default; accumulating the whole K inside wgmma
-     * measured 20-49 times the FP32 tolerance (docs/kernels-fp8-wgmma.md). */
-    wp->promote = 1;
-    wp->cluster = strcmp(w->route, k_routes[1]) == 0 ? 2 : 1;
+    memset(wp, 0, sizeof(*wp));
     wp->group_m = 8;
     wp->producer_regs = 40;
     wp->consumer_regs = 232;
+    if (!jit__wgmma_decode_apply(p, w)) {
+        wp->route = JIT_WGMMA_TILES;
+        wp->bm = w->tile_m;
+        wp->bn = w->tile_n;
+        wp->stages = w->stages;
+        /* FP8 wgmma keeps about 14 bits of its running sum, so partial sums are promoted to
+         * FP32 every 128 K, as torch._scaled_mm does by default; accumulating the whole K
+         * inside wgmma measured 20-49 times the FP32 tolerance (docs/kernels-fp8-wgmma.md). */
+        wp->promote = 1;
+        wp->cluster = strcmp(w->route, k_routes[1]) == 0 ? 2 : 1;
+        p->smem_bytes = jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages);
+    }
     p->tile_m = wp->bm;
     p->tile_n = wp->bn;
     p->tile_k = BK;
     p->stages = wp->stages;
     p->threads = 384;
-    p->smem_bytes = jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages);
-    p->persistent = 1;
+    p->persistent = wp->route == JIT_WGMMA_TILES;
     p->cluster_m = wp->cluster;
     p->cluster_n = 1;
     return JIT_OK;
@@ -136,8 +140,7 @@ static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
 
 /* M values a band's kernel must serve: its ends and its model M (the open last band up to
  * 8192). */
-#define BAND_SAMPLES 4
-static int band_samples(int band, int64_t m[BAND_SAMPLES]) {
+static int band_samples(int band, int64_t m[JIT_WGMMA_BAND_SAMPLES]) {
     int64_t lo, hi;
     jit__token_band_range(band, &lo, &hi);
     if (hi == INT64_MAX) {
@@ -154,7 +157,8 @@ static int band_samples(int band, int64_t m[BAND_SAMPLES]) {
  * model M. */
 /* Routes whose kernels have not yet run on hardware through the library are weighed only when
  * the user asks for them: the cluster-of-two multicast kernels hung on the H200 until the fix of
- * their B tensor map, which was made after the last run (docs/kernels-fp8-wgmma.md). */
+ * their B tensor map, which was made after the last run, and the decode kernel ran only in a
+ * standalone harness (docs/kernels-fp8-wgmma.md). */
 #define UNVERIFIED_ENV "JITGEMM_ALLOW_UNVERIFIED_ROUTES"
 
 static int unverified_allowed(void) {
@@ -164,9 +168,9 @@ static int unverified_allowed(void) {
 
 static jit_status_t plan(jit__plan_t *p, jit__diag_t *d) {
     const int max_cluster = unverified_allowed() ? 2 : 1;
-    int64_t ms[BAND_SAMPLES];
+    int64_t ms[JIT_WGMMA_BAND_SAMPLES];
     int n_ms = band_samples(p->token_band, ms);
-    double t[JIT_PLAN_MAX_CANDIDATES][BAND_SAMPLES];
+    double t[JIT_PLAN_MAX_CANDIDATES][JIT_WGMMA_BAND_SAMPLES];
     for (size_t i = 0; i < sizeof(k_tiles) / sizeof(k_tiles[0]); i++) {
         int bm = k_tiles[i][0], bn = k_tiles[i][1];
         int stages = max_stages(bm, bn);
@@ -182,10 +186,12 @@ static jit_status_t plan(jit__plan_t *p, jit__diag_t *d) {
                                     modelled_us(p, bm, bn, cluster, p->model_m));
         }
     }
+    if (unverified_allowed())
+        jit__wgmma_decode_candidates(p, ms, n_ms, t);
     if (p->n_candidates == 0)
         return jit__fail(d, JIT_PLAN_FAILED, "no wgmma tile fits %u bytes of shared memory",
                          SMEM_LIMIT);
-    double fastest[BAND_SAMPLES];
+    double fastest[JIT_WGMMA_BAND_SAMPLES];
     for (int j = 0; j < n_ms; j++) {
         fastest[j] = t[0][j];
         for (int c = 1; c < p->n_candidates; c++)
@@ -228,21 +234,31 @@ static jit_status_t replan(jit__plan_t *p, int index, jit__diag_t *d) {
 
 static void key_fields(const jit__plan_t *p, jit__sb_t *sb) {
     const jit__wgmma_plan_t *wp = jit__wgmma_cof(p);
-    jit__sb_printf(sb, " promote=%d group_m=%d regs=%d/%d", wp->promote, wp->group_m,
+    jit__sb_printf(sb, " route=%s promote=%d group_m=%d regs=%d/%d",
+                   wp->route == JIT_WGMMA_DECODE ? "decode" : "tiles", wp->promote, wp->group_m,
                    wp->producer_regs, wp->consumer_regs);
+    if (wp->route == JIT_WGMMA_DECODE)
+        jit__sb_printf(sb, " ksub=%d split=%d", wp->ksub, wp->split);
 }
 
 static int plan_to_json(const jit__plan_t *p, void *json_object) {
     const jit__wgmma_plan_t *wp = jit__wgmma_cof(p);
-    return json_object_set_new((json_t *)json_object, "wgmma",
-                               json_pack("{sisisisisis{sisi}}", "promote", wp->promote, "cluster",
-                                         wp->cluster, "group_m", wp->group_m, "consumer_warpgroups",
-                                         2, "producer_warpgroups", 1, "setmaxnreg", "producer",
-                                         wp->producer_regs, "consumer", wp->consumer_regs));
+    json_t *o = json_pack("{sssisisisisis{sisi}}", "route",
+                          wp->route == JIT_WGMMA_DECODE ? "decode" : "tiles", "promote",
+                          wp->promote, "cluster", wp->cluster, "group_m", wp->group_m,
+                          "consumer_warpgroups", 2, "producer_warpgroups", 1, "setmaxnreg",
+                          "producer", wp->producer_regs, "consumer", wp->consumer_regs);
+    if (o && wp->route == JIT_WGMMA_DECODE) {
+        json_object_set_new(o, "ksub", json_integer(wp->ksub));
+        json_object_set_new(o, "split", json_integer(wp->split));
+    }
+    return json_object_set_new((json_t *)json_object, "wgmma", o);
 }
 
 unsigned jit__wgmma_grid(const jit__plan_t *plan, int64_t m) {
     const jit__wgmma_plan_t *wp = jit__wgmma_cof(plan);
+    if (wp->route == JIT_WGMMA_DECODE)
+        return jit__wgmma_decode_grid(plan, m);
     const int64_t c = wp->cluster;
     /* Work units are groups of `cluster` m-tiles of one n-tile, one cluster each. */
     int64_t units =
@@ -261,27 +277,57 @@ typedef struct tmap_memo {
     jit__wgmma_tmap_t map;
 } tmap_memo_t;
 
+/* Decode with split K also keeps the partials' workspace and the per-tile counters, sized for
+ * the band's largest M and zeroed once (the kernel leaves the counters at zero). Launches that
+ * share them are ordered on the GPU: each waits for the previous one's event, whatever its
+ * stream. */
 typedef struct wgmma_state {
     pthread_mutex_t lock;
     tmap_memo_t a, b;
+    CUdeviceptr workspace, counters;
+    CUevent done;
 } wgmma_state_t;
+
+static void release(const jit__driver_t *drv, void *state) {
+    wgmma_state_t *s = state;
+    if (s->done)
+        drv->cuEventDestroy(s->done);
+    if (s->workspace)
+        drv->cuMemFree(s->workspace);
+    if (s->counters)
+        drv->cuMemFree(s->counters);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
 
 static jit_status_t prepare(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
                             void **state, jit__diag_t *d) {
-    (void)drv, (void)fn, (void)plan;
+    (void)fn;
     wgmma_state_t *s = calloc(1, sizeof(*s));
     if (!s)
         return jit__fail(d, JIT_OUT_OF_MEMORY, "wgmma launch state");
     pthread_mutex_init(&s->lock, NULL);
+    int64_t lo, hi;
+    jit__token_band_range(plan->token_band, &lo, &hi);
+    size_t ws = jit__wgmma_decode_workspace_bytes(plan, hi),
+           counters = jit__wgmma_decode_counter_bytes(plan, hi);
+    CUresult r = CUDA_SUCCESS;
+    if (jit__wgmma_cof(plan)->route == JIT_WGMMA_DECODE && ws > 0) {
+        r = drv->cuMemAlloc(&s->workspace, ws);
+        if (r == CUDA_SUCCESS)
+            r = drv->cuMemAlloc(&s->counters, counters);
+        if (r == CUDA_SUCCESS)
+            r = drv->cuMemsetD8(s->counters, 0, counters);
+        if (r == CUDA_SUCCESS)
+            r = drv->cuEventCreate(&s->done, CU_EVENT_DISABLE_TIMING);
+    }
+    if (r != CUDA_SUCCESS) {
+        jit_status_t st = jit__cuda_fail(drv, r, "allocating the decode workspace", d);
+        release(drv, s);
+        return st;
+    }
     *state = s;
     return JIT_OK;
-}
-
-static void release(const jit__driver_t *drv, void *state) {
-    (void)drv;
-    wgmma_state_t *s = state;
-    pthread_mutex_destroy(&s->lock);
-    free(s);
 }
 
 static jit_status_t encode(const jit__driver_t *drv, tmap_memo_t *memo, const void *ptr,
@@ -314,32 +360,40 @@ static jit_status_t launch(const jit__driver_t *drv, CUfunction fn, const jit__p
                            void *state, const jit__launch_args_t *a, jit__diag_t *d) {
     wgmma_state_t *s = state;
     const jit__wgmma_plan_t *wp = jit__wgmma_cof(plan);
+    const int decode = wp->route == JIT_WGMMA_DECODE;
     const jit_problem_t *p = a->problem;
     const jit_operands_t *o = a->operands;
-    jit__wgmma_params_t params;
+    union {
+        jit__wgmma_params_t tiles;
+        jit__wgmma_decode_params_t decode;
+    } params;
     memset(&params, 0, sizeof(params));
+    /* A's box is the token tile (BM, or the decode kernel's TOK); B's the weight tile, or with
+     * a cluster each CTA's slice of it (multicast to both). */
     pthread_mutex_lock(&s->lock);
     jit_status_t st =
         encode(drv, &s->a, o->a, p->m, p->k, a->lda, wp->bm, "encoding the tensor map of A", d);
     if (st == JIT_OK)
-        /* With a cluster each CTA loads its slice of the B tile (multicast to both). */
         st = encode(drv, &s->b, o->b, p->n, p->k, a->ldb, wp->bn / wp->cluster,
                     "encoding the tensor map of B", d);
-    if (st == JIT_OK) {
-        params.tmap_a = s->a.map;
-        params.tmap_b = s->b.map;
+    if (st == JIT_OK && decode) {
+        jit__wgmma_decode_params(a, &s->a.map, &s->b.map, s->workspace, s->counters,
+                                 &params.decode);
+    } else if (st == JIT_OK) {
+        params.tiles.tmap_a = s->a.map;
+        params.tiles.tmap_b = s->b.map;
+        params.tiles.sa = (const float *)o->scale_a;
+        params.tiles.sb = (const float *)o->scale_b;
+        params.tiles.residual = (const uint16_t *)o->residual;
+        params.tiles.d = (uint16_t *)o->d;
+        params.tiles.m = p->m;
+        params.tiles.ldd = a->ldd;
+        params.tiles.ldr = a->ldr;
+        params.tiles.alpha = p->alpha;
     }
     pthread_mutex_unlock(&s->lock);
     if (st != JIT_OK)
         return st;
-    params.sa = (const float *)o->scale_a;
-    params.sb = (const float *)o->scale_b;
-    params.residual = (const uint16_t *)o->residual;
-    params.d = (uint16_t *)o->d;
-    params.m = p->m;
-    params.ldd = a->ldd;
-    params.ldr = a->ldr;
-    params.alpha = p->alpha;
     CUlaunchConfig cfg;
     memset(&cfg, 0, sizeof(cfg));
     cfg.gridDimX = jit__wgmma_grid(plan, p->m);
@@ -358,10 +412,19 @@ static jit_status_t launch(const jit__driver_t *drv, CUfunction fn, const jit__p
         cfg.numAttrs = 1;
     }
     void *args[] = {&params};
-    CUresult r = drv->cuLaunchKernelEx(&cfg, fn, args, NULL);
-    if (r != CUDA_SUCCESS)
-        return jit__cuda_fail(drv, r, "cuLaunchKernelEx", d);
-    return JIT_OK;
+    if (!s->done) {
+        CUresult r = drv->cuLaunchKernelEx(&cfg, fn, args, NULL);
+        return r == CUDA_SUCCESS ? JIT_OK : jit__cuda_fail(drv, r, "cuLaunchKernelEx", d);
+    }
+    /* The split-K workspace is shared by every launch of this kernel. */
+    pthread_mutex_lock(&s->lock);
+    CUresult r = drv->cuStreamWaitEvent(a->stream, s->done, 0);
+    if (r == CUDA_SUCCESS)
+        r = drv->cuLaunchKernelEx(&cfg, fn, args, NULL);
+    if (r == CUDA_SUCCESS)
+        r = drv->cuEventRecord(s->done, a->stream);
+    pthread_mutex_unlock(&s->lock);
+    return r == CUDA_SUCCESS ? JIT_OK : jit__cuda_fail(drv, r, "launching the decode kernel", d);
 }
 
 const jit__family_t jit__family_fp8_wgmma = {

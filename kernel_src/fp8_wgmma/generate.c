@@ -25,6 +25,18 @@ static jit_status_t check_plan(const jit__plan_t *plan, jit__diag_t *d) {
     if (s->k % 16 != 0 || s->n <= 0)
         return jit__fail(d, JIT_INVALID_SHAPE, "wgmma family: n=%lld, k=%lld", (long long)s->n,
                          (long long)s->k);
+    if (wp->route == JIT_WGMMA_DECODE) {
+        uint32_t want =
+            jit__wgmma_decode_smem_bytes(wp->bn, wp->bm, wp->stages, wp->ksub, wp->split);
+        if ((wp->bn != 128 && wp->bn != 256) ||
+            (wp->bm != 8 && wp->bm != 16 && wp->bm != 32 && wp->bm != 64) || wp->split < 1 ||
+            wp->split > (s->k + 127) / 128 || plan->smem_bytes != want)
+            return jit__fail(d, JIT_PLAN_FAILED,
+                             "wgmma decode: %d weight rows x %d tokens, split %d, %u bytes of "
+                             "shared memory (the kernel uses %u) is not one it supports",
+                             wp->bn, wp->bm, wp->split, plan->smem_bytes, want);
+        return JIT_OK;
+    }
     if ((wp->bm != 128 && wp->bm != 256) || wp->bn < 32 || wp->bn > 256 || wp->bn % 32 ||
         (wp->cluster != 1 && wp->cluster != 2) || (wp->bn / wp->cluster) % 8 ||
         (s->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU && wp->bn % 64))
@@ -60,6 +72,11 @@ static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t
                    plan->sm_count, plan->token_band);
     jit__sb_printf(sb, " *   n %lld, k %lld, epilogue %s\n", (long long)s->n, (long long)s->k,
                    jit_epilogue_name(s->epilogue));
+    if (wp->route == JIT_WGMMA_DECODE)
+        jit__sb_printf(sb,
+                       " *   decode route: weights on wgmma's M side, %d weight rows x %d tokens "
+                       "per unit, K split %d ways, %d x 128 K bytes per stage\n",
+                       wp->bn, wp->bm, wp->split, wp->ksub);
     jit__sb_printf(
         sb, " *   CTA tile %d tokens x %d B rows x 128 K bytes, %d stages, %s accumulation\n",
         wp->bm, wp->bn, wp->stages, wp->promote ? "FP32-promoted" : "wgmma");
@@ -95,22 +112,34 @@ jit_status_t jit__gen_fp8_wgmma(const jit__plan_t *plan, const jit__key_t *key, 
     jit__sb_t sb;
     jit__sb_init(&sb);
     emit_header(&sb, plan, key);
-    jit__sb_append(&sb, "#include \"fp8_wgmma/device/fp8_wgmma.cuh\"\n\n");
-    jit__sb_printf(
-        &sb, "typedef Fp8WgmmaKernel<%d, %d, %d, %lld, %lld, %s, %d, %d, %d, %d, %d> Kernel;\n",
-        wp->bm, wp->bn, wp->stages, (long long)plan->spec.n, (long long)plan->spec.k,
-        k_epilogue[plan->spec.epilogue], wp->promote, wp->group_m, wp->producer_regs,
-        wp->consumer_regs, wp->cluster);
+    const char *params = "Fp8WgmmaParams";
+    if (wp->route == JIT_WGMMA_DECODE) {
+        static const char *const k_decode_epilogue[] = {
+            "", "FP8WD_EPI_LINEAR", "FP8WD_EPI_LINEAR_ADD", "FP8WD_EPI_LINEAR_SWIGLU"};
+        params = "Fp8WgmmaDecodeParams";
+        jit__sb_append(&sb, "#include \"fp8_wgmma/device/fp8_wgmma_decode.cuh\"\n\n");
+        jit__sb_printf(&sb,
+                       "typedef Fp8WgmmaDecodeKernel<%d, %d, %d, %lld, %lld, %s, %d, %d> Kernel;\n",
+                       wp->bn, wp->bm, wp->stages, (long long)plan->spec.n, (long long)plan->spec.k,
+                       k_decode_epilogue[plan->spec.epilogue], wp->split, wp->ksub);
+    } else {
+        jit__sb_append(&sb, "#include \"fp8_wgmma/device/fp8_wgmma.cuh\"\n\n");
+        jit__sb_printf(
+            &sb, "typedef Fp8WgmmaKernel<%d, %d, %d, %lld, %lld, %s, %d, %d, %d, %d, %d> Kernel;\n",
+            wp->bm, wp->bn, wp->stages, (long long)plan->spec.n, (long long)plan->spec.k,
+            k_epilogue[plan->spec.epilogue], wp->promote, wp->group_m, wp->producer_regs,
+            wp->consumer_regs, wp->cluster);
+    }
     jit__sb_printf(&sb, "static_assert(Kernel::SMEM_BYTES == %u, \"the plan's shared memory\");\n",
                    plan->smem_bytes);
     jit__sb_printf(&sb, "static_assert(Kernel::THREADS == %d, \"the plan's threads\");\n\n",
                    plan->threads);
     jit__sb_printf(&sb,
                    "extern \"C\" __global__ void __launch_bounds__(Kernel::THREADS, 1)\n"
-                   "%s(const __grid_constant__ Fp8WgmmaParams p) {\n"
+                   "%s(const __grid_constant__ %s p) {\n"
                    "    Kernel::run(p);\n"
                    "}\n",
-                   plan->family->kernel_name);
+                   plan->family->kernel_name, params);
     if (jit__sb_failed(&sb)) {
         jit__sb_free(&sb);
         return jit__fail(d, JIT_OUT_OF_MEMORY, "out of memory generating the wgmma kernel");

@@ -8,17 +8,32 @@
 #ifndef JIT_FP8_WGMMA_H
 #define JIT_FP8_WGMMA_H
 
+#include <stddef.h>
+
+#include "abi.h"
 #include "families.h"
 
-/* The plan's payload: the template parameters of Fp8WgmmaKernel. */
+/* M values the cost model weighs for a band (its ends and its model M; 4 for the open band). */
+#define JIT_WGMMA_BAND_SAMPLES 4
+
+/* The family's two kernels. */
+typedef enum jit__wgmma_route {
+    JIT_WGMMA_TILES = 0,  /* Fp8WgmmaKernel: tiles of BM tokens x BN weight rows */
+    JIT_WGMMA_DECODE = 1, /* Fp8WgmmaDecodeKernel: swap AB, split K, for M <= 64 */
+} jit__wgmma_route_t;
+
+/* The plan's payload: the template parameters of the route's kernel. */
 typedef struct jit__wgmma_plan {
-    int bm, bn;        /* CTA tile: BM rows of A (tokens), BN rows of B */
+    jit__wgmma_route_t route;
+    int bm, bn;        /* tiles: BM rows of A (tokens), BN rows of B; decode: TOK, BW */
     int stages;        /* TMA ring depth */
     int promote;       /* 0: accumulate the whole K in wgmma; 1: promote to FP32 every 128 K */
     int cluster;       /* CTAs per cluster (1 or 2); with 2, B tiles are multicast */
     int group_m;       /* m-tiles per raster group */
     int producer_regs; /* setmaxnreg budgets */
     int consumer_regs;
+    int ksub;  /* decode: 128-K blocks per stage */
+    int split; /* decode: k-splits per tile (1: no workspace) */
 } jit__wgmma_plan_t;
 
 _Static_assert(sizeof(jit__wgmma_plan_t) <= JIT_PLAN_PAYLOAD_BYTES, "wgmma payload");
@@ -34,8 +49,36 @@ static inline const jit__wgmma_plan_t *jit__wgmma_cof(const jit__plan_t *plan) {
  * asserts that the template computes the same). */
 uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages);
 
-/* CTAs of the persistent grid for M tokens: one per output tile, at most one per SM. */
+/* The same for the decode kernel (device/fp8_wgmma_decode.cuh). */
+uint32_t jit__wgmma_decode_smem_bytes(int bw, int tok, int stages, int ksub, int split);
+
+/* CTAs for M tokens. Tiles: the persistent grid, one CTA per work unit (a cluster's m-tiles of
+ * one n-tile), at most one per SM. Decode: one CTA per unit (token tile x weight tile x
+ * k-split), which measured faster than a persistent grid once a CTA would run several. */
 unsigned jit__wgmma_grid(const jit__plan_t *plan, int64_t m);
+
+/* ---- the decode route (decode.c) ---- */
+
+/* Add the decode candidates of the plan's band (bands 0 and 1 only) with their modelled times
+ * at each sample M in t[candidate][sample]; returns how many were added. */
+int jit__wgmma_decode_candidates(jit__plan_t *plan, const int64_t *ms, int n_ms,
+                                 double t[][JIT_WGMMA_BAND_SAMPLES]);
+
+/* Make a decode candidate the plan's kernel (its route name carries the split); 0 if the
+ * candidate is not a decode one. Sets the payload and smem_bytes. */
+int jit__wgmma_decode_apply(jit__plan_t *plan, const jit__plan_candidate_t *c);
+
+/* CTAs of a decode launch for M tokens: one per unit. */
+unsigned jit__wgmma_decode_grid(const jit__plan_t *plan, int64_t m);
+
+/* The decode kernel's parameter block for one call. */
+void jit__wgmma_decode_params(const jit__launch_args_t *a, const jit__wgmma_tmap_t *x,
+                              const jit__wgmma_tmap_t *w, CUdeviceptr workspace,
+                              CUdeviceptr counters, jit__wgmma_decode_params_t *out);
+
+/* Decode with split K: the workspace's partials and counters for up to M tokens. */
+size_t jit__wgmma_decode_workspace_bytes(const jit__plan_t *plan, int64_t m);
+size_t jit__wgmma_decode_counter_bytes(const jit__plan_t *plan, int64_t m);
 
 /* The source of a plan of this family (generate.c). */
 jit_status_t jit__gen_fp8_wgmma(const jit__plan_t *plan, const jit__key_t *key, char **source,
