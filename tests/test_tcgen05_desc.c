@@ -1,6 +1,6 @@
 /*
- * tcgen05 descriptor encoders against hand-derived values (tcgen05-facts.md 2.5 and 3) and the
- * traps of section 10: format code 1 vs 5, sign-extended SF-ID shifts, N = 0, the sm_107a M
+ * tcgen05 descriptor encoders against hand-derived values (docs/hardware-facts.md F10, F11)
+ * and the known traps (F7-F9): format code 1 vs 5, sign-extended SF-ID shifts, N = 0, the sm_107a M
  * rules at 2x K, UE5M3 off sm_107a.
  */
 #include <criterion/criterion.h>
@@ -69,8 +69,8 @@ static jit_status_t encode_err(const char *archname, jit__tc_idesc_params_t p, c
 #define UE4 JIT_TC_SF_UE4M3
 #define UE5 JIT_TC_SF_UE5M3
 
-Test(tc_idesc, worked_values_of_the_facts_sheet) {
-    /* tcgen05-facts.md 2.5, each derived by hand from the bit map of 2.1. */
+Test(tc_idesc, worked_values_of_the_docs) {
+    /* hardware-facts.md F10, each derived by hand from the bit map of F7. */
     cr_expect_eq(encode_ok("sm_100a", params(NV, E2M1, E2M1, UE4, 16, 128, 256, 64, 1)),
                  0x08400480u);
     cr_expect_eq(encode_ok("sm_100a", params(F4, E2M1, E2M1, UE8, 32, 128, 256, 64, 1)),
