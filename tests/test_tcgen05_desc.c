@@ -296,7 +296,7 @@ Test(tc_smem_desc, worked_examples) {
 Test(tc_smem_desc, check_rejects_unrepresentable_inputs) {
     cr_expect_eq(jit__tc_smem_desc_check(0x1000, 16, 1024, JIT_TC_SWIZZLE_128B, 0, NULL), JIT_OK);
     cr_expect_eq(jit__tc_smem_desc_check(0x8200, 16, 512, JIT_TC_SWIZZLE_64B, 0, NULL), JIT_OK);
-    /* A SW128 tile 512 bytes off its repeat (hardware-facts.md F11: an SF chunk placed before it). */
+    /* A SW128 tile 512 bytes off its repeat (hardware-facts.md F11: an SF chunk before it). */
     cr_expect_neq(jit__tc_smem_desc_check(0x1200, 16, 1024, JIT_TC_SWIZZLE_128B, 0, NULL), JIT_OK);
     /* ... which is legal for SW64. */
     cr_expect_eq(jit__tc_smem_desc_check(0x1200, 16, 512, JIT_TC_SWIZZLE_64B, 0, NULL), JIT_OK);
