@@ -1,6 +1,6 @@
 /*
  * Host helpers for the 128x4 tiled scale layout that TMA and tcgen05.cp read (the cuBLAS
- * "32_4_4" layout; formats-facts.md 3.3, tcgen05-facts.md 4.1). Rows are padded to a multiple of
+ * "32_4_4" layout; docs/hardware-facts.md F6, F12). Rows are padded to a multiple of
  * 128 and scales per row to a multiple of 4; each 128-row x 4-scale tile is one 512-byte chunk,
  * tiles ordered row-tile-major with the K tiles of one row tile contiguous. Inside a chunk, line
  * r%32 holds rows r%32, +32, +64, +96 with their 4 scales, so one tcgen05.cp.32x128b.warpx4

@@ -1,7 +1,7 @@
 /*
- * The arch profile table. Sources: shared/ref/tcgen05-facts.md sections 5-6 (TMEM, SMEM),
- * shared/ref/hopper-fp8-facts.md section 4.1, the first source document (instruction K, packed
- * FP4, UE5M3, the 248 KiB cp.async.cg limit). Default SM counts matter only when no device is
+ * The arch profile table. Sources, in docs/hardware-facts.md: F12 (TMEM), F13 (SMEM, the
+ * 248 KiB cp.async.cg limit), F9 (instruction K), F4 (packed FP4), F2 (UE5M3), F16 (PTX
+ * versions), F15 (sm_100f cubins on sm_107). Default SM counts matter only when no device is
  * present and none is given: they are the shipping parts' counts (H100/H200 132, B200 148,
  * RTX 5090 170); sm_103a's and sm_107a's are leads, not established figures.
  */

@@ -1,7 +1,7 @@
 /*
  * Arch profiles: one row per target, read by the planner and the generators, so nothing else
- * needs `if (arch == ...)`. Figures are from shared/ref (tcgen05-facts.md, hopper-fp8-facts.md)
- * and the first source document; where a figure is a lead rather than a fact the table says so.
+ * needs `if (arch == ...)`. Figures and their sources: docs/hardware-facts.md (F9, F12, F13);
+ * where a figure is a lead rather than a fact the table says so.
  */
 #ifndef JIT_ARCH_H
 #define JIT_ARCH_H

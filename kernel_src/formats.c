@@ -1,12 +1,12 @@
 /*
- * Host encoders and decoders for the element and scale formats (shared/ref/formats-facts.md
- * sections 1.1 and 1.9). Every small float format here is described by its mantissa width, its
+ * Host encoders and decoders for the element and scale formats (docs/hardware-facts.md F1,
+ * F2). Every small float format here is described by its mantissa width, its
  * minimum exponent and its largest finite value, and one pair of routines serves them all, so a
  * fix to the rounding rule reaches every format at once. Rounding is done in double, where every
  * float input and every representable neighbour is exact, so `rint` (ties to even in the default
  * rounding mode) gives RNE without any bit tricks.
  *
- * Special values, where the formats leave a choice (formats-facts section 1.8):
+ * Special values, where the formats leave a choice (docs/hardware-facts.md F3):
  * - NaN keeps its sign where the format has a signed NaN (E4M3 0x7F/0xFF, E5M2 0x7E/0xFE, the
  *   quiet NaN ml_dtypes uses); unsigned scale formats give their single NaN code.
  * - E2M1 has no NaN: a NaN input encodes to +0 (0x0). MX leaves this to the implementation.

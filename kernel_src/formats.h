@@ -1,6 +1,6 @@
 /*
- * Host encoders and decoders for the element and scale formats (shared/ref/formats-facts.md
- * section 1): round to nearest even, saturating to the largest finite value, NaN kept where the
+ * Host encoders and decoders for the element and scale formats (docs/hardware-facts.md
+ * F1-F3): round to nearest even, saturating to the largest finite value, NaN kept where the
  * format has one. Decoders are exact in double. Used by the host references, the tests and
  * `jitgemm run` to make inputs.
  */

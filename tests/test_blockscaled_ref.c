@@ -1,11 +1,12 @@
 /*
  * The block-scaled host reference (jit__ref_blockscaled) against numbers that do not come from
- * it: the worked MXFP8 and NVFP4 blocks of formats-facts.md 4.3 and 4.4 with hand-decoded
+ * it: the worked MXFP8 and NVFP4 blocks of docs/hardware-facts.md F19 with hand-decoded
  * values, one-hot probes that read back which scale byte was used for every (row, k-block)
- * (the tiled layout written here from the facts sheet's formula, not the library's), mixed
- * E2M1 x E4M3 random data against a naive loop over row-major scales with its own decoders, the
- * special scale bytes, and the three epilogues on numbers worked out in the comments. Bytes at
- * or past K and pad scales hold junk (NaN codes, 6.0 nibbles, NaN scales) so reading them shows.
+ * (the tiled layout written here from the formula of hardware-facts.md F6, not the
+ * library's), mixed E2M1 x E4M3 random data against a naive loop over row-major scales with
+ * its own decoders, the special scale bytes, and the three epilogues on numbers worked out in
+ * the comments. Bytes at or past K and pad scales hold junk (NaN codes, 6.0 nibbles, NaN
+ * scales) so reading them shows.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -19,7 +20,7 @@
 #include "reference.h"
 #include "support.h"
 
-/* ---- independent decoders (fields of formats-facts.md 1.1, no library codec) -------------- */
+/* ---- independent decoders (fields of hardware-facts.md F1, F2, no library codec) ---------- */
 
 static double naive_e2m1(uint8_t nib) {
     static const double mag[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
@@ -62,8 +63,8 @@ static uint8_t scale_one(jit_scale_mode_t mode) {
     return mode == JIT_SCALE_UE8M0_32 ? 0x7F : mode == JIT_SCALE_UE4M3_16 ? 0x38 : 0x78;
 }
 
-/* formats-facts.md 3.3: ((r/128)*ceil(nkb/4) + c/4)*512 + (r%32)*16 + ((r%128)/32)*4 + c%4 */
-static size_t facts_offset(int64_t r, int64_t c, int64_t nkb) {
+/* hardware-facts.md F6: ((r/128)*ceil(nkb/4) + c/4)*512 + (r%32)*16 + ((r%128)/32)*4 + c%4 */
+static size_t doc_offset(int64_t r, int64_t c, int64_t nkb) {
     int64_t col_tiles = (nkb + 3) / 4;
     return (size_t)(((r / 128) * col_tiles + c / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 +
                     c % 4);
@@ -76,7 +77,7 @@ static uint8_t *tile_scales(const uint8_t *rm, int64_t rows, int64_t nkb) {
     memset(t, 0xFF, bytes);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < nkb; c++)
-            t[facts_offset(r, c, nkb)] = rm[r * nkb + c];
+            t[doc_offset(r, c, nkb)] = rm[r * nkb + c];
     return t;
 }
 
@@ -128,7 +129,7 @@ static double naive_elem(jit_dtype_t t, uint8_t code) {
     return t == JIT_DTYPE_E2M1 ? naive_e2m1(code) : naive_e4m3(code);
 }
 
-/* ---- formats-facts.md 4.3: the MXFP8 block under round-up scaling --------------------------- */
+/* ---- hardware-facts.md F19: the MXFP8 block under round-up scaling ------------------------- */
 
 static const uint8_t k_mxfp8_codes[32] = {
     0x77, 0xED, 0x60, 0x45, 0xB2, 0x6B, 0x00, 0x80, 0x73, 0xF6, 0x40, 0x52, 0x61, 0xE2, 0x69, 0x70,
@@ -171,7 +172,7 @@ Test(blockscaled_ref, mxfp8_worked_block) {
         cr_expect_eq(out[i], k_mxfp8_dequant[i], "element %d (code 0x%02X): %.17g, expected %.17g",
                      i, k_mxfp8_codes[i], out[i], k_mxfp8_dequant[i]);
         cr_expect_eq(mag[i], fabs(k_mxfp8_dequant[i]));
-        /* the same value from the library's decoder, as the sheet defines it */
+        /* the same value from the library's decoder (hardware-facts.md F1) */
         cr_expect_eq(out[i], jit__e4m3_decode(k_mxfp8_codes[i]) * 0x1p-5);
     }
     cr_expect_eq(out[32], 17.2667236328125, "block sum %.17g", out[32]);
@@ -187,7 +188,7 @@ Test(blockscaled_ref, mxfp8_worked_block) {
     free(sfb);
 }
 
-/* ---- formats-facts.md 4.4: the NVFP4 block ------------------------------------------------- */
+/* ---- hardware-facts.md F19: the NVFP4 block ------------------------------------------------ */
 
 static const uint8_t k_nvfp4_bytes[8] = {0xB4, 0x72, 0x68, 0xD0, 0x63, 0x29, 0x4F, 0xE0};
 /* codes 4 B 2 7 8 6 0 D 3 6 9 2 F 4 0 E (low nibble first) */
@@ -197,7 +198,7 @@ static const double k_nvfp4_values[16] = {2.0, -1.5, 1.0,  6.0, -0.0, 4.0, 0.0, 
 /*
  * A is the block with UE4M3 scale 0x77 = 240 and alpha = S_dec = 1 / (2688 / 10) in FP32.
  * B rows 0-15 are one-hot (1.0 at k = i, scale 0x38 = 1), row 16 is all ones: by hand the
- * block sums to 6.5, so D = 1560 * alpha. The sheet's dequantized values: 6 -> 5.3571432,
+ * block sums to 6.5, so D = 1560 * alpha. The dequantized values of F19: 6 -> 5.3571432,
  * 4 -> 3.5714288, 1.5 -> 1.3392858. Then A against itself (B = A, both scales 0x77,
  * alpha = S_dec^2 in FP32): the sum of squares is 143.75 by hand, times 240^2 = 8280000.
  */
@@ -247,7 +248,7 @@ Test(blockscaled_ref, nvfp4_worked_block) {
     free(sfb2);
 }
 
-/* ---- one-hot layout probes (formats-facts.md 5.2 item 7) ----------------------------------- */
+/* ---- one-hot layout probes (hardware-facts.md F20) ---------------------------------------- */
 
 /* Codes of `mode` whose value is a power of two, smallest first (at most 255). */
 static int power_ladder(jit_scale_mode_t mode, uint8_t *ladder) {

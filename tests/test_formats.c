@@ -1,6 +1,6 @@
 /*
- * The element and scale codecs against the test vectors of shared/ref/formats-facts.md section
- * 4.1 (RNE, saturating) and 4.2 (UE8M0, the round-up column), then exhaustively: every finite
+ * The element and scale codecs against test vectors derived from docs/hardware-facts.md F1-F3
+ * (RNE, saturating; UE8M0 rounded up), then exhaustively: every finite
  * code of every format survives decode then encode, NaN codes decode to NaN and NaN inputs
  * encode to the documented codes, and -0 keeps its sign where the format has one.
  */
@@ -89,7 +89,7 @@ Test(formats, ue5m3_vectors) {
     check_vectors("ue5m3", jit__ue5m3_encode, jit__ue5m3_decode, v, N_OF(v));
 }
 
-/* formats-facts section 4.2, the RP column (cvt.rp.satfinite / RCEIL) and "decoded RP". */
+/* UE8M0 rounded up (cvt.rp.satfinite / RCEIL, hardware-facts.md F3): code and decoded value. */
 Test(formats, ue8m0_round_up_vectors) {
     const vec_t v[] = {
         {1.0f, 0x7F, 1.0},           {1.25f, 0x80, 2.0},          {1.5f, 0x80, 2.0},
@@ -99,7 +99,7 @@ Test(formats, ue8m0_round_up_vectors) {
         {INFINITY, 0xFE, 0x1p127},
     };
     check_vectors("ue8m0", jit__ue8m0_encode_rp, jit__ue8m0_decode, v, N_OF(v));
-    /* 2^-127 is the FP32 subnormal with bits 0x00400000, as the facts sheet notes. */
+    /* 2^-127 is the FP32 subnormal with bits 0x00400000 (hardware-facts.md F2). */
     float tiny = 0x1p-127f;
     uint32_t bits;
     memcpy(&bits, &tiny, sizeof(bits));

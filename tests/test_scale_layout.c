@@ -1,5 +1,5 @@
 /*
- * The 128x4 tiled scale layout (formats-facts.md 3.3): the documented offsets, the chunk
+ * The 128x4 tiled scale layout (docs/hardware-facts.md F6): the documented offsets, the chunk
  * structure tcgen05.cp relies on, bijectivity, and jit_scale_to_tiled's padding.
  */
 #include <criterion/criterion.h>

@@ -573,7 +573,7 @@ static unsigned elem_bytes(CUtensorMapDataType t) {
     }
 }
 
-/* The cuTensorMapEncodeTiled rules of cuda.h (facts sheet 7), enforced. */
+/* The cuTensorMapEncodeTiled rules of cuda.h (docs/hardware-facts.md F14), enforced. */
 static CUresult fake_encode(CUtensorMap *map, CUtensorMapDataType dt, cuuint32_t rank, void *addr,
                             const cuuint64_t *dims, const cuuint64_t *strides,
                             const cuuint32_t *box, const cuuint32_t *es, CUtensorMapInterleave il,

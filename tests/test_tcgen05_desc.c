@@ -1,6 +1,6 @@
 /*
- * tcgen05 descriptor encoders against hand-derived values (tcgen05-facts.md 2.5 and 3) and the
- * traps of section 10: format code 1 vs 5, sign-extended SF-ID shifts, N = 0, the sm_107a M
+ * tcgen05 descriptor encoders against hand-derived values (docs/hardware-facts.md F10, F11)
+ * and the known traps (F7-F9): format code 1 vs 5, sign-extended SF-ID shifts, N = 0, the sm_107a M
  * rules at 2x K, UE5M3 off sm_107a.
  */
 #include <criterion/criterion.h>
@@ -69,8 +69,8 @@ static jit_status_t encode_err(const char *archname, jit__tc_idesc_params_t p, c
 #define UE4 JIT_TC_SF_UE4M3
 #define UE5 JIT_TC_SF_UE5M3
 
-Test(tc_idesc, worked_values_of_the_facts_sheet) {
-    /* tcgen05-facts.md 2.5, each derived by hand from the bit map of 2.1. */
+Test(tc_idesc, worked_values_of_the_docs) {
+    /* hardware-facts.md F10, each derived by hand from the bit map of F7. */
     cr_expect_eq(encode_ok("sm_100a", params(NV, E2M1, E2M1, UE4, 16, 128, 256, 64, 1)),
                  0x08400480u);
     cr_expect_eq(encode_ok("sm_100a", params(F4, E2M1, E2M1, UE8, 32, 128, 256, 64, 1)),
@@ -296,11 +296,11 @@ Test(tc_smem_desc, worked_examples) {
 Test(tc_smem_desc, check_rejects_unrepresentable_inputs) {
     cr_expect_eq(jit__tc_smem_desc_check(0x1000, 16, 1024, JIT_TC_SWIZZLE_128B, 0, NULL), JIT_OK);
     cr_expect_eq(jit__tc_smem_desc_check(0x8200, 16, 512, JIT_TC_SWIZZLE_64B, 0, NULL), JIT_OK);
-    /* A SW128 tile 512 bytes off its repeat (trap 5: an SF chunk placed before it). */
+    /* A SW128 tile 512 bytes off its repeat (hardware-facts.md F11: an SF chunk before it). */
     cr_expect_neq(jit__tc_smem_desc_check(0x1200, 16, 1024, JIT_TC_SWIZZLE_128B, 0, NULL), JIT_OK);
     /* ... which is legal for SW64. */
     cr_expect_eq(jit__tc_smem_desc_check(0x1200, 16, 512, JIT_TC_SWIZZLE_64B, 0, NULL), JIT_OK);
-    /* At or above 256 KiB the 14-bit start field wraps (trap 14). */
+    /* At or above 256 KiB the 14-bit start field wraps (hardware-facts.md F11). */
     cr_expect_neq(jit__tc_smem_desc_check(0x40000, 16, 1024, JIT_TC_SWIZZLE_128B, 0, NULL), JIT_OK);
     cr_expect_eq(jit__tc_smem_desc(0x41000, 16, 1024, JIT_TC_SWIZZLE_128B, 0),
                  jit__tc_smem_desc(0x01000, 16, 1024, JIT_TC_SWIZZLE_128B, 0));

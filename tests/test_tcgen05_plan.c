@@ -1,6 +1,5 @@
 /*
- * The tcgen05 planner: TMEM and SMEM figures against the first source document's numbers where
- * they are consistent and against tcgen05-facts.md where it corrects them (5.1, 6, 6.1),
+ * The tcgen05 planner: TMEM and SMEM figures against docs/hardware-facts.md (F12, F13),
  * instruction K and operand storage per arch, B-reuse, clusters and grid, the refusals, and
  * invariants that every plan of a variant matrix must satisfy.
  */
@@ -144,15 +143,15 @@ Test(tc_tmem, breuse_uses_exactly_576) {
 
 /* ---- SMEM ---------------------------------------------------------------------------------- */
 
-Test(tc_smem, stage_formula_matches_the_first_document) {
-    /* Section 2.2 of the first document: 256 KiB mainloop budget, 1-CTA M=128, tile K=128,
+Test(tc_smem, stage_formula_matches_the_worked_example) {
+    /* hardware-facts.md F13: 256 KiB mainloop budget, 1-CTA M=128, tile K=128,
      * FP4 A x FP8 B, SF bytes ignored: 8 -> 10 stages at N=128, 5 -> 6 at N=256. */
     const uint32_t K = 1024, budget = 256 * K;
     cr_expect_eq(jit__tc_stage_count(budget, 0, 0, 32 * K), 8);
     cr_expect_eq(jit__tc_stage_count(budget, 0, 0, 24 * K), 10);
     cr_expect_eq(jit__tc_stage_count(budget, 0, 0, 48 * K), 5);
     cr_expect_eq(jit__tc_stage_count(budget, 0, 0, 40 * K), 6);
-    /* The same figures from the planner's own per-stage bytes, SF counted (facts 6.1:
+    /* The same figures from the planner's own per-stage bytes, SF counted (F13:
      * 7 -> 10 and 5 -> 6; sm_100a N=128 loses a stage once SF bytes count). */
     const struct {
         const char *arch;
@@ -181,7 +180,8 @@ Test(tc_smem, stage_formula_matches_the_first_document) {
 }
 
 Test(tc_smem, nvfp4_2cta_example_with_real_capacities) {
-    /* facts 6.1: 38 KiB per stage, C = 2 x 16 KiB; sm_100a 5 stages, sm_107a 7 by capacity. */
+    /* hardware-facts.md F13: 38 KiB per stage, C = 2 x 16 KiB; sm_100a 5 stages, sm_107a 7 by
+     * capacity. */
     jit__plan_t p;
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_100a", 3, 2, 256, -1, &p);
     cr_expect_eq(jit__tc_of(&p)->smem.per_stage_bytes, 38912u);
@@ -195,7 +195,7 @@ Test(tc_smem, nvfp4_2cta_example_with_real_capacities) {
     cr_expect_eq(jit__tc_of(&p)->smem.per_stage_bytes, 38912u);
     cr_expect_eq(jit__tc_stage_count(334848, 1024, 32768, 38912), 7);
     /* The 7th stage would put operands past 256 KiB, which the descriptor's 14-bit address
-     * cannot reach (trap 14): the plan keeps 6 and says why. */
+     * cannot reach (hardware-facts.md F11): the plan keeps 6 and says why. */
     cr_expect_eq(p.stages, 6);
     cr_expect_eq(jit__tc_of(&p)->smem.stage_limit, JIT_TC_STAGES_BY_OPERAND_256K);
     cr_expect_leq(jit__tc_of(&p)->smem.operand_end, 256u * 1024u);

@@ -32,7 +32,7 @@ typedef struct mma_sync_tile {
 } mma_sync_tile_t;
 
 /* One row per token band. Small bands use short, narrow tiles so that decode-sized M still
- * spreads over many CTAs; the middle bands are the second source document's baseline (64
+ * spreads over many CTAs; the middle bands are the cp.async + mma.sync baseline tile (64
  * tokens x 128 rows, warp tile 32x32, two stages of K=128, eight warps). */
 static const mma_sync_tile_t k_tiles[JIT_TOKEN_BANDS] = {
     {16, 64, 1, 4, 4},  {32, 128, 1, 4, 3},  {64, 128, 2, 4, 2},

@@ -1,6 +1,6 @@
 /*
  * The FP8 mma.sync family's own interface: its plan payload and its generator. The family is
- * the baseline of the second source document: cp.async moves 16-byte chunks of A and B into a
+ * the cp.async + mma.sync baseline: cp.async moves 16-byte chunks of A and B into a
  * shared-memory ring, ldmatrix.x4 feeds mma.sync.m16n8k32 and the epilogue stores BF16 from
  * registers. It runs on every arch the project targets (sm_89 and later).
  */

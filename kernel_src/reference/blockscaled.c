@@ -2,7 +2,7 @@
  * Host FP64 reference of the block-scaled GEMM (route tcgen05) and its three epilogues, from the
  * same bytes the GPU reads: E4M3, E5M2 (a byte each) or E2M1 (two per byte, element 2i in the
  * low nibble) elements, row-major with a byte stride, and 8-bit scales in the 128x4 tiled layout
- * of jit_scale_tile_offset. Definition (formats-facts.md 2.0):
+ * of jit_scale_tile_offset. Definition (docs/hardware-facts.md F5):
  *
  *   acc[m, n] = alpha * sum_j SA[m, j] * SB[n, j] * (sum_{k in block j} a[m, k] * b[n, k])
  *

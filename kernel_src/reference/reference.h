@@ -45,7 +45,7 @@ double jit__ref_tolerance(double ref, double mag);
  * factor of two. A layout or indexing bug still shows: it is off by O(|ref|). */
 double jit__ref_tolerance_fp8_tensor(double ref, double mag);
 
-/* Block-scaled GEMM (route tcgen05, formats-facts.md 2.0): out[m][j] for j < Nout, before
+/* Block-scaled GEMM (route tcgen05, docs/hardware-facts.md F5): out[m][j] for j < Nout, before
  * rounding, from the bytes the GPU reads. a: [M][lda_bytes], b: [N][ldb_bytes], elements of
  * spec->a / spec->b (E4M3, E5M2, or E2M1 two per byte with element 2i in the low nibble);
  * sfa_tiled / sfb_tiled: scales of spec->scales for M and N rows in the 128x4 tiled layout

@@ -3,21 +3,23 @@
  * to everything the generator needs (kind, instruction shape, descriptors, SMEM and TMEM maps,
  * clusters, grid). This file holds the formats, the tile and cluster choices and the planner
  * itself; the SMEM layout is plan_tc_smem.c, the TMEM layout plan_tc_tmem.c, the JSON form
- * plan_tc_json.c. Pure; the rules are tcgen05-facts.md 2-8 and the first source document.
+ * plan_tc_json.c. Pure; the rules and their sources are docs/hardware-facts.md F7-F15.
  *
  * Decisions worth knowing:
  * - FP4 x FP4 always uses kind::mxf4nvf4 (".block16" or ".block32"), MXFP4 included. That is
- *   what the sm_107a emitters do (facts 2.6 item 7); the descriptor bits equal kind::mxf4's, and
- *   one spelling for every arch keeps the generator free of a kind switch.
+ *   what FlashInfer's sm_107a kernels do (docs/hardware-facts.md F8); the descriptor bits equal
+ *   kind::mxf4's, and one spelling for every arch keeps the generator free of a kind switch.
  * - Mixed precision takes E2M1 on either side (weights as B with FP8 activations as A, as the
  *   issue words it, or the swap-AB form with E2M1 as A); the descriptor looks up each code.
  * - The tile K is one 128-byte swizzle atom of the operand with the widest K bytes: 256 for the
- *   FP4 kinds, 128 for mxf8f6f4, on every arch; the instruction K (facts 2.3) then gives 4
- *   instructions per tile on sm_100a/103a and 2 on sm_107a. sm_103a's K=96 mode is not planned.
+ *   FP4 kinds, 128 for mxf8f6f4, on every arch; the instruction K (docs/hardware-facts.md F9)
+ *   then gives 4 instructions per tile on sm_100a/103a and 2 on sm_107a. sm_103a's K=96 mode is
+ *   not planned.
  * - SMEM: barriers in a reserved 1 KiB, then every A stage, every B stage, SFA, SFB (the
  *   MMA/UTCCP operands, kept below 256 KiB because the descriptor start field has 14 bits:
- *   trap 14), then the epilogue staging C, which is no MMA operand and may lie above. On
- *   sm_107a that rule, not the capacity, is what limits the stage count for large tiles.
+ *   docs/hardware-facts.md F11), then the epilogue staging C, which is no MMA operand and may
+ *   lie above. On sm_107a that rule, not the capacity, is what limits the stage count for large
+ *   tiles.
  * - TMEM: accumulator stages first, then SFA, then SFB. Disjoint stages when they fit, else
  *   (512-column arches only) the overlapping layout with reverse traversal and early release.
  */

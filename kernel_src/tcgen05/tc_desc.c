@@ -4,8 +4,8 @@
  * numbers. Where the arch profile carries no field for a difference (sm_103a's K=96 mode), a
  * single helper below names it, so the rest of the file stays free of arch names.
  *
- * Field placement: tcgen05-facts.md 2.1 (sm_100a/103a from the PTX ISA tables, sm_107a from the
- * CUTLASS/FlashInfer descriptors), legality: 2.3 and 2.4, SMEM descriptor: 3.
+ * Field placement: docs/hardware-facts.md F7 (sm_100a/103a from the PTX ISA tables, sm_107a from
+ * CUTLASS's sm_107 descriptors), format codes F8, legality F9, SMEM descriptor F11.
  */
 #include "tc_desc.h"
 
@@ -157,7 +157,7 @@ static jit_status_t check_shape(const jit__arch_profile_t *arch, const jit__tc_i
                              "%s K=%d on %s needs M=%d with cta_group::%d (got M=%d)", kn, p->k,
                              arch->name, want, p->cta_group, p->m);
     } else {
-        /* Block-scaled M=64 does not exist even at 1x K (facts 2.6 item 6). */
+        /* Block-scaled M=64 does not exist even at 1x K (docs/hardware-facts.md F9). */
         int ok = p->cta_group == 1 ? p->m == 128 : (p->m == 128 || p->m == 256);
         if (!ok)
             return jit__fail(d, JIT_UNSUPPORTED, "%s K=%d with cta_group::%d takes M=%s (got M=%d)",

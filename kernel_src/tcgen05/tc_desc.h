@@ -1,7 +1,7 @@
 /*
  * Encoders for the two descriptors a block-scaled tcgen05.mma reads: the 32-bit instruction
  * descriptor (idesc) and the 64-bit shared-memory matrix descriptor. Bit maps follow
- * shared/ref/tcgen05-facts.md sections 2 and 3. These are pure functions shared by the host
+ * docs/hardware-facts.md F7-F11. These are pure functions shared by the host
  * (planner, tests, `inspect`) and the generator, which either emits the resulting constants or
  * emits device code that performs the same masked arithmetic for the runtime parts (SF IDs, N).
  *
@@ -51,7 +51,8 @@ const char *jit__tc_swizzle_name(jit__tc_swizzle_t sw);
  * base offset 0): 1024, 512, 256; 16 for no swizzle; 0 for an invalid code. */
 uint32_t jit__tc_swizzle_repeat_bytes(jit__tc_swizzle_t sw);
 
-/* Format code of `dtype` under `kind` (facts 2.2), or -1 if the kind does not take it. */
+/* Format code of `dtype` under `kind` (docs/hardware-facts.md F8), or -1 if the kind does not
+ * take it. */
 int jit__tc_format_code(jit__tc_kind_t kind, jit_dtype_t dtype);
 
 /* Everything an idesc encodes, in natural units. SF IDs are 0 here; they are patched per
@@ -66,7 +67,8 @@ typedef struct jit__tc_idesc_params {
 } jit__tc_idesc_params_t;
 
 /* Check legality on `arch` (kind vs dtypes, scale format and vector, K per kind and arch,
- * M and N per cta_group and arch; facts 2.3, 2.4) and encode. On failure *out is untouched. */
+ * M and N per cta_group and arch; docs/hardware-facts.md F9) and encode. On failure *out is
+ * untouched. */
 jit_status_t jit__tc_idesc(const jit__arch_profile_t *arch, const jit__tc_idesc_params_t *p,
                            uint32_t *out, jit__diag_t *d);
 
@@ -107,9 +109,9 @@ static inline uint32_t jit__tc_tmem_addr(uint32_t lane, uint32_t column) {
     return (lane << 16) | (column & 0xFFFFu);
 }
 
-/* 64-bit SMEM matrix descriptor (facts 3): start (addr & 0x3FFFF) >> 4 at 0-13, LBO >> 4 at
- * 16-29, SBO >> 4 at 32-45, version 1 at 46-48, base offset at 49-51, swizzle at 61-63.
- * Pure encoding; jit__tc_smem_desc_check says whether the inputs are representable. */
+/* 64-bit SMEM matrix descriptor (docs/hardware-facts.md F11): start (addr & 0x3FFFF) >> 4 at
+ * 0-13, LBO >> 4 at 16-29, SBO >> 4 at 32-45, version 1 at 46-48, base offset at 49-51, swizzle
+ * at 61-63. Pure encoding; jit__tc_smem_desc_check says whether the inputs are representable. */
 uint64_t jit__tc_smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, jit__tc_swizzle_t swizzle,
                            uint32_t base_offset);
 /* 16-byte alignment of addr/LBO/SBO, addr/LBO/SBO below 256 KiB (the 14-bit fields), a valid
