@@ -35,6 +35,8 @@ static int cmp_item(const void *a, const void *b) {
 }
 
 static const jit__cache_item_t *find_item(const jit__cache_scan_t *s, const char *hash) {
+    if (s->n == 0) /* the array is NULL then, which bsearch may not be given */
+        return NULL;
     jit__cache_item_t key;
     snprintf(key.hash, sizeof(key.hash), "%s", hash);
     return bsearch(&key, s->items, s->n, sizeof(*s->items), cmp_item);

@@ -118,8 +118,10 @@ jit_status_t jit__cache_scan(const jit__cache_t *c, jit__cache_scan_t *out, jit_
         jit__cache_scan_free(out);
         return st;
     }
-    /* One record per file so far; sort and fold records of the same hash together. */
-    qsort(out->items, out->n, sizeof(*out->items), cmp_item);
+    /* One record per file so far; sort and fold records of the same hash together. An empty
+     * kernels/ leaves the arrays NULL, and qsort's array must not be NULL even for 0 items. */
+    if (out->n > 1)
+        qsort(out->items, out->n, sizeof(*out->items), cmp_item);
     size_t w = 0;
     for (size_t r = 0; r < out->n; r++) {
         if (w > 0 && !strcmp(out->items[w - 1].hash, out->items[r].hash)) {
@@ -135,7 +137,8 @@ jit_status_t jit__cache_scan(const jit__cache_t *c, jit__cache_scan_t *out, jit_
         }
     }
     out->n = w;
-    qsort(out->strays, out->n_strays, sizeof(*out->strays), cmp_stray);
+    if (out->n_strays > 1)
+        qsort(out->strays, out->n_strays, sizeof(*out->strays), cmp_stray);
     return JIT_OK;
 }
 
