@@ -154,10 +154,12 @@ static int compare_with_manifest(json_t *ents, const jit__cache_entry_t *e,
 }
 
 jit_status_t jit__cache_verify(jit__cache_t *c, jit__cache_report_fn report, void *user,
-                               size_t *bad, jit__diag_t *d) {
-    size_t nbad = 0;
+                               size_t *bad, size_t *entries, jit__diag_t *d) {
+    size_t nbad = 0, nentries = 0;
     if (bad)
         *bad = 0;
+    if (entries)
+        *entries = 0;
     if (!c)
         return jit__fail(d, JIT_INVALID_ARGUMENT, "jit__cache_verify: NULL cache");
     jit_status_t st = require_usable(c, 0, d);
@@ -190,6 +192,7 @@ jit_status_t jit__cache_verify(jit__cache_t *c, jit__cache_report_fn report, voi
             problem = 1;
         } else {
             jit__cache_entry_t e;
+            nentries++;
             if (jit__cache_check_entry(c, it->hash, 1, &e, NULL, NULL, why, sizeof(why)) !=
                 JIT__CHECK_OK) {
                 say(report, user, it->hash, why);
@@ -219,6 +222,8 @@ jit_status_t jit__cache_verify(jit__cache_t *c, jit__cache_report_fn report, voi
     jit__cache_scan_free(&scan);
     if (bad)
         *bad = nbad;
+    if (entries)
+        *entries = nentries;
     return JIT_OK;
 }
 
