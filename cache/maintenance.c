@@ -215,7 +215,9 @@ jit_status_t jit__cache_verify(jit__cache_t *c, jit__cache_report_fn report, voi
         }
     }
     for (size_t i = 0; i < scan.n_strays; i++) {
-        say(report, user, scan.strays[i].name, "unexpected file in kernels/");
+        say(report, user, scan.strays[i].name,
+            scan.strays[i].is_dir ? "unexpected directory in kernels/"
+                                  : "unexpected file in kernels/");
         nbad++;
     }
     json_decref(ents);
@@ -323,7 +325,7 @@ jit_status_t jit__cache_gc(jit__cache_t *c, const jit__toolchain_id_t *keep, siz
     }
     for (size_t i = 0; i < scan.n_strays && st == JIT_OK; i++)
         if (now - scan.strays[i].mtime >= JIT__CACHE_STALE_SECONDS &&
-            unlinkat(c->dirfd, scan.strays[i].name, 0) == 0)
+            jit__cache_remove_stray(c, &scan.strays[i]))
             nremoved++;
     jit__cache_scan_free(&scan);
     if (st == JIT_OK) {
@@ -360,7 +362,7 @@ jit_status_t jit__cache_clear(jit__cache_t *c, size_t *removed, jit__diag_t *d) 
             nremoved++;
         }
         for (size_t i = 0; i < scan.n_strays; i++)
-            if (unlinkat(c->dirfd, scan.strays[i].name, 0) == 0)
+            if (jit__cache_remove_stray(c, &scan.strays[i]))
                 nremoved++;
         jit__cache_scan_free(&scan);
         sweep_dir(c, "tmp", 0, NULL);

@@ -18,6 +18,12 @@
 #include "test_cli_helpers.h"
 
 TestSuite(verify_reports, .fini = tc_cleanup, .timeout = 120);
+TestSuite(kernels_subdir, .fini = tc_cleanup);
+
+static void set_age(const char *path, int seconds) {
+    struct timespec t[2] = {{time(NULL) - seconds, 0}, {time(NULL) - seconds, 0}};
+    cr_assert_eq(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW), 0, "%s", path);
+}
 
 /* ---- a directory, byte for byte ----------------------------------------------------------- */
 
@@ -209,3 +215,62 @@ Test(verify_reports, a_healthy_cache_is_clean_and_untouched) {
     free(after);
 }
 
+/* ---- D7: a directory inside kernels/ ------------------------------------------------------ */
+
+static void plant_dirs(const char *dir, char *junk, char *named, size_t sz) {
+    snprintf(junk, sz, "%s/kernels/junk", dir);
+    snprintf(named, sz, "%s/kernels/%s.cubin", dir, tc_hash(7));
+    char deep[4300];
+    cr_assert_eq(mkdir(junk, 0700), 0);
+    snprintf(deep, sizeof(deep), "%s/inner", junk);
+    cr_assert_eq(mkdir(deep, 0700), 0);
+    snprintf(deep, sizeof(deep), "%s/inner/file", junk);
+    cr_assert_eq(jt_write_file(deep, "x"), 0);
+    cr_assert_eq(mkdir(named, 0700), 0); /* named like a cubin, but a directory */
+}
+
+Test(kernels_subdir, verify_reports_it_and_gc_removes_it) {
+    char *dir = tc_mkdtemp("kernels-subdir");
+    jit__cache_t *c = tc_open(dir, 0);
+    tc_put(c, 1, 4096, NULL);
+    char junk[4200], named[4200];
+    plant_dirs(dir, junk, named, sizeof(junk));
+    set_age(junk, 3600);
+    set_age(named, 3600);
+
+    size_t bad = 0;
+    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
+    cr_expect_eq(bad, 2, "both directories are problems, got %zu", bad);
+    size_t removed = 0;
+    cr_assert_eq(jit__cache_gc(c, NULL, 0, 0, NULL, &removed, NULL), JIT_OK);
+    cr_expect(!tc_exists(junk), "gc left kernels/junk");
+    cr_expect(!tc_exists(named), "gc left a directory named like a cubin");
+    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
+    cr_expect_eq(bad, 0, "verify still fails after gc");
+    cr_expect(tc_hit(c, 1, 4096), "the real entry survived");
+
+    plant_dirs(dir, junk, named, sizeof(junk));
+    cr_assert_eq(jit__cache_clear(c, &removed, NULL), JIT_OK);
+    cr_expect(!tc_exists(junk) && !tc_exists(named), "clear left a directory in kernels/");
+    cr_expect_eq(tc_count_files(dir, "kernels"), 0);
+    jit__cache_close(c);
+}
+
+/* A symbolic link planted in kernels/ is removed itself; what it points at is never touched. */
+Test(kernels_subdir, removal_never_follows_links) {
+    char *dir = tc_mkdtemp("kernels-link");
+    char *outside = tc_mkdtemp("kernels-link-target");
+    char victim[4200], link[4200], inner[4300];
+    snprintf(victim, sizeof(victim), "%s/keep", outside);
+    cr_assert_eq(jt_write_file(victim, "keep"), 0);
+    jit__cache_t *c = tc_open(dir, 0);
+    snprintf(link, sizeof(link), "%s/kernels/sub", dir);
+    cr_assert_eq(mkdir(link, 0700), 0);
+    snprintf(inner, sizeof(inner), "%s/escape", link);
+    cr_assert_eq(symlink(outside, inner), 0);
+    size_t removed = 0;
+    cr_assert_eq(jit__cache_clear(c, &removed, NULL), JIT_OK);
+    cr_expect(!tc_exists(link));
+    cr_expect(tc_exists(victim), "clear followed a link out of the cache");
+    jit__cache_close(c);
+}
