@@ -30,10 +30,11 @@ struct jit__cache {
     int64_t max_bytes;
     jit_log_level_t log_level;
     int readable;
-    atomic_int writable; /* drops to 0 (never back) when a write is refused */
-    atomic_int warned;   /* the one read-only / memory-only warning has been printed */
-    atomic_uint tmp_seq; /* makes temporary names unique within the process */
-    pthread_mutex_t mu;  /* guards `reported` */
+    atomic_int writable;   /* drops to 0 (never back) when a write is refused */
+    atomic_int warned;     /* the one read-only / memory-only warning has been printed */
+    atomic_int warned_cap; /* the one "cap below one entry" warning has been printed */
+    atomic_uint tmp_seq;   /* makes temporary names unique within the process */
+    pthread_mutex_t mu;    /* guards `reported` */
     char (*reported)[JIT_KEY_HASH_LEN + 1];
     size_t n_reported, cap_reported;
 };

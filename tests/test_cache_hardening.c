@@ -19,6 +19,7 @@
 
 TestSuite(verify_reports, .fini = tc_cleanup, .timeout = 120);
 TestSuite(kernels_subdir, .fini = tc_cleanup);
+TestSuite(size_cap, .fini = tc_cleanup);
 
 static void set_age(const char *path, int seconds) {
     struct timespec t[2] = {{time(NULL) - seconds, 0}, {time(NULL) - seconds, 0}};
@@ -272,5 +273,34 @@ Test(kernels_subdir, removal_never_follows_links) {
     cr_assert_eq(jit__cache_clear(c, &removed, NULL), JIT_OK);
     cr_expect(!tc_exists(link));
     cr_expect(tc_exists(victim), "clear followed a link out of the cache");
+    jit__cache_close(c);
+}
+
+/* ---- D9: a cap below one cubin ------------------------------------------------------------ */
+
+Test(size_cap, smaller_than_one_entry_warns_once) {
+    char *dir = tc_mkdtemp("cap-tiny");
+    jit__cache_t *c = tc_open(dir, 1000);
+    tc_capture_t cap;
+    tc_capture_begin(&cap);
+    for (unsigned i = 1; i <= 4; i++)
+        tc_put(c, i, 4096, NULL);
+    char *err = tc_capture_end(&cap);
+    cr_expect_eq(tc_count(err, "warning:"), 1, "want one warning, got: %s", err);
+    cr_expect(strstr(err, "1000") && strstr(err, dir),
+              "the warning names the cap and the cache: %s", err);
+    free(err);
+    cr_expect(tc_hit(c, 4, 4096), "the entry just published is kept");
+    jit__cache_close(c);
+
+    /* A cap that fits every entry says nothing. */
+    dir = tc_mkdtemp("cap-roomy");
+    c = tc_open(dir, 1 << 20);
+    tc_capture_begin(&cap);
+    for (unsigned i = 1; i <= 4; i++)
+        tc_put(c, i, 4096, NULL);
+    err = tc_capture_end(&cap);
+    cr_expect_eq(tc_count(err, "warning:"), 0, "%s", err);
+    free(err);
     jit__cache_close(c);
 }
