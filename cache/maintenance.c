@@ -241,7 +241,7 @@ static int toolchain_kept(const jit__toolchain_id_t *tc, const jit__toolchain_id
     return 0;
 }
 
-/* Remove regular files under `sub` older than `age` seconds (0: all). Returns how many. */
+/* Remove regular files under `sub` older than `age` seconds. Returns how many. */
 static size_t sweep_dir(jit__cache_t *c, const char *sub, int64_t age, jit__diag_t *d) {
     jit__cache_stray_t *files;
     size_t n, removed = 0;
@@ -249,7 +249,7 @@ static size_t sweep_dir(jit__cache_t *c, const char *sub, int64_t age, jit__diag
     if (jit__cache_list_dir(c, sub, &files, &n, d) != JIT_OK)
         return 0;
     for (size_t i = 0; i < n; i++)
-        if ((age == 0 || now - files[i].mtime >= age) && unlinkat(c->dirfd, files[i].name, 0) == 0)
+        if (now - files[i].mtime >= age && unlinkat(c->dirfd, files[i].name, 0) == 0)
             removed++;
     free(files);
     return removed;
@@ -356,8 +356,15 @@ jit_status_t jit__cache_clear(jit__cache_t *c, size_t *removed, jit__diag_t *d) 
     if (st != JIT_OK || (st = lock_manifest(c, &lock, d)) != JIT_OK)
         return st;
     jit__cache_scan_t scan;
+    int64_t now = (int64_t)time(NULL);
     if ((st = jit__cache_scan(c, &scan, d)) == JIT_OK) {
         for (size_t i = 0; i < scan.n; i++) {
+            /* Files without a sidecar that are young are a publish in flight: its cubin is in
+             * place and its sidecar comes next. Deleting them would make that publish fail, or
+             * leave an entry without its cubin; gc takes them once they are stale. */
+            if (!(scan.items[i].files & JIT__F_SIDECAR) &&
+                now - scan.items[i].newest < JIT__CACHE_STALE_SECONDS)
+                continue;
             jit__cache_remove_entry(c, scan.items[i].hash);
             nremoved++;
         }
@@ -365,7 +372,9 @@ jit_status_t jit__cache_clear(jit__cache_t *c, size_t *removed, jit__diag_t *d) 
             if (jit__cache_remove_stray(c, &scan.strays[i]))
                 nremoved++;
         jit__cache_scan_free(&scan);
-        sweep_dir(c, "tmp", 0, NULL);
+        /* Young temporaries are being written by publishes in flight (under no lock clear
+         * could take); removing them made those publishes fail with a misleading ENOENT. */
+        sweep_dir(c, "tmp", JIT__CACHE_STALE_SECONDS, NULL);
         sweep_locks(c, NULL);
         if (unlinkat(c->dirfd, "manifest.json", 0) != 0 && errno != ENOENT)
             st = jit__fail(d, JIT_IO_ERROR, "kernel cache %s: cannot remove manifest.json: %s",

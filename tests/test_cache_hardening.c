@@ -20,6 +20,7 @@
 TestSuite(verify_reports, .fini = tc_cleanup, .timeout = 120);
 TestSuite(kernels_subdir, .fini = tc_cleanup);
 TestSuite(size_cap, .fini = tc_cleanup);
+TestSuite(clear_in_flight, .fini = tc_cleanup);
 
 static void set_age(const char *path, int seconds) {
     struct timespec t[2] = {{time(NULL) - seconds, 0}, {time(NULL) - seconds, 0}};
@@ -302,5 +303,36 @@ Test(size_cap, smaller_than_one_entry_warns_once) {
     err = tc_capture_end(&cap);
     cr_expect_eq(tc_count(err, "warning:"), 0, "%s", err);
     free(err);
+    jit__cache_close(c);
+}
+
+/* ---- D10: clear and publishes in flight --------------------------------------------------- */
+
+Test(clear_in_flight, young_temporaries_and_orphans_are_left_to_gc) {
+    char *dir = tc_mkdtemp("clear-young");
+    jit__cache_t *c = tc_open(dir, 0);
+    tc_put(c, 1, 4096, NULL);
+    char young[4200], old[4200], orphan[4200];
+    snprintf(young, sizeof(young), "%s/tmp/999.1.%s.cubin", dir, tc_hash(2));
+    snprintf(old, sizeof(old), "%s/tmp/999.2.%s.cubin", dir, tc_hash(3));
+    snprintf(orphan, sizeof(orphan), "%s", tc_path(dir, tc_hash(4), ".cubin"));
+    cr_assert_eq(jt_write_file(young, "in flight"), 0);
+    cr_assert_eq(jt_write_file(old, "abandoned"), 0);
+    cr_assert_eq(jt_write_file(orphan, "renamed, sidecar not yet"), 0);
+    set_age(old, 3600);
+
+    size_t removed = 0;
+    cr_assert_eq(jit__cache_clear(c, &removed, NULL), JIT_OK);
+    cr_expect_eq(removed, 1, "one entry removed, got %zu", removed);
+    cr_expect(tc_exists(young), "clear deleted a temporary of a publish in flight");
+    cr_expect(tc_exists(orphan), "clear deleted a cubin whose sidecar is about to follow");
+    cr_expect(!tc_exists(old), "clear left an abandoned temporary");
+    cr_expect(!tc_hit(c, 1, 4096));
+
+    /* Once they are old, gc (or clear) takes them. */
+    set_age(young, 3600);
+    set_age(orphan, 3600);
+    cr_assert_eq(jit__cache_gc(c, NULL, 0, 0, NULL, &removed, NULL), JIT_OK);
+    cr_expect(!tc_exists(young) && !tc_exists(orphan));
     jit__cache_close(c);
 }
