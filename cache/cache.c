@@ -269,6 +269,7 @@ jit_status_t jit__cache_open(const char *dir, int64_t max_bytes, jit_log_level_t
     c->log_level = log_level;
     atomic_init(&c->writable, 0);
     atomic_init(&c->warned, 0);
+    atomic_init(&c->warned_cap, 0);
     atomic_init(&c->tmp_seq, 0);
     pthread_mutex_init(&c->mu, NULL);
 
@@ -311,6 +312,7 @@ jit__cache_t *jit__cache_share(const jit__cache_t *c) {
     s->readable = 1;
     atomic_init(&s->writable, atomic_load(&c->writable));
     atomic_init(&s->warned, 1); /* `c` already said whatever there was to say */
+    atomic_init(&s->warned_cap, 1);
     atomic_init(&s->tmp_seq, 0);
     pthread_mutex_init(&s->mu, NULL);
     return s;

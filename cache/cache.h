@@ -95,9 +95,11 @@ jit_status_t jit__cache_list(jit__cache_t *c, jit__cache_entry_t **entries, size
 typedef void (*jit__cache_report_fn)(const char *hash, const char *problem, void *user);
 
 /* Check every entry (sidecar, cubin size and checksum, owner) and the manifest against the
- * files; report each problem. *bad = number of damaged entries. Repairs nothing. */
+ * files; report each problem. *bad = number of names with a problem, *entries (may be NULL) =
+ * number of entries (sidecars) found. Reads only: it writes, renames, removes and locks
+ * nothing, so a damaged manifest is reported as it is rather than rebuilt (that is gc's job). */
 jit_status_t jit__cache_verify(jit__cache_t *c, jit__cache_report_fn report, void *user,
-                               size_t *bad, jit__diag_t *d);
+                               size_t *bad, size_t *entries, jit__diag_t *d);
 
 /* Remove entries of another key format (generator_version > 0), built from other device code
  * (device_hash not NULL), or by a toolchain not in `keep` (count n_keep), damaged entries,

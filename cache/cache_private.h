@@ -30,10 +30,11 @@ struct jit__cache {
     int64_t max_bytes;
     jit_log_level_t log_level;
     int readable;
-    atomic_int writable; /* drops to 0 (never back) when a write is refused */
-    atomic_int warned;   /* the one read-only / memory-only warning has been printed */
-    atomic_uint tmp_seq; /* makes temporary names unique within the process */
-    pthread_mutex_t mu;  /* guards `reported` */
+    atomic_int writable;   /* drops to 0 (never back) when a write is refused */
+    atomic_int warned;     /* the one read-only / memory-only warning has been printed */
+    atomic_int warned_cap; /* the one "cap below one entry" warning has been printed */
+    atomic_uint tmp_seq;   /* makes temporary names unique within the process */
+    pthread_mutex_t mu;    /* guards `reported` */
     char (*reported)[JIT_KEY_HASH_LEN + 1];
     size_t n_reported, cap_reported;
 };
@@ -90,6 +91,9 @@ uint64_t jit__cache_remove_entry(jit__cache_t *c, const char *hash);
  * held elsewhere. Handles a lock file unlinked by gc between open and flock by retrying, so two
  * holders can never have locked different inodes. Returns the fd or -errno. */
 int jit__cache_flock(jit__cache_t *c, const char *name, int nonblock, int create);
+/* Remove the directory `name` and everything under it without following a symbolic link (a
+ * link is removed itself). 0, or an errno; what could not be removed is left in place. */
+int jit__cache_remove_tree(jit__cache_t *c, const char *name);
 /* Remove a lock file nobody holds (gc/clear); a held one is left alone. */
 void jit__cache_drop_lock_file(jit__cache_t *c, const char *name);
 
@@ -108,16 +112,20 @@ typedef struct jit__cache_item {
 typedef struct jit__cache_stray {
     char name[JIT__CACHE_NAME_MAX]; /* relative to the cache directory */
     int64_t mtime;
+    int is_dir; /* a directory: removed as a whole tree, never through a link */
 } jit__cache_stray_t;
 
 typedef struct jit__cache_scan {
     jit__cache_item_t *items; /* sorted by hash */
     size_t n;
-    jit__cache_stray_t *strays; /* files in kernels/ that belong to no entry name */
+    jit__cache_stray_t *strays; /* in kernels/: files of no entry name, and every directory */
     size_t n_strays;
 } jit__cache_scan_t;
 
 jit_status_t jit__cache_scan(const jit__cache_t *c, jit__cache_scan_t *out, jit__diag_t *d);
+/* Remove a stray found by the scan: unlink a file, remove a directory's tree. 1 if it is gone. */
+int jit__cache_remove_stray(jit__cache_t *c, const jit__cache_stray_t *s);
+
 void jit__cache_scan_free(jit__cache_scan_t *s);
 /* The regular files directly under `sub` ("tmp", "locks"), with mtimes; same ownership rules. */
 jit_status_t jit__cache_list_dir(const jit__cache_t *c, const char *sub, jit__cache_stray_t **out,

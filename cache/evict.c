@@ -33,8 +33,21 @@ size_t jit__cache_evict(jit__cache_t *c, const char *keep_hash, json_t *entries)
     if (used > (uint64_t)c->max_bytes) {
         qsort(scan.items, n, sizeof(*scan.items), by_last_use);
         for (size_t i = 0; i < n && used > (uint64_t)c->max_bytes; i++) {
-            if (!strcmp(scan.items[i].hash, keep_hash))
+            if (!strcmp(scan.items[i].hash, keep_hash)) {
+                /* Kept though over the cap alone, so the next publish evicts it in turn and
+                 * every run compiles again: a misconfiguration worth one warning, not a note
+                 * at the info level that nobody sees. */
+                if (scan.items[i].bytes > (uint64_t)c->max_bytes &&
+                    !atomic_exchange(&c->warned_cap, 1))
+                    jit__log(c->log_level, JIT_LOG_WARN,
+                             "kernel cache %s: the size cap (%lld bytes) is smaller than one "
+                             "entry (%llu bytes), so each new kernel evicts all the others and "
+                             "they are compiled again next time; raise JITGEMM_CACHE_MAX_BYTES "
+                             "(or cache_max_bytes)",
+                             c->dir, (long long)c->max_bytes,
+                             (unsigned long long)scan.items[i].bytes);
                 continue;
+            }
             jit__cache_remove_entry(c, scan.items[i].hash);
             json_object_del(entries, scan.items[i].hash);
             used -= scan.items[i].bytes;

@@ -9,6 +9,7 @@
  */
 #include "cache_private.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -216,4 +217,53 @@ void jit__cache_drop_lock_file(jit__cache_t *c, const char *name) {
      * gone (or pointing elsewhere) after its flock returns and retry on a fresh file. */
     unlinkat(c->dirfd, name, 0);
     close(fd);
+}
+
+/* Deep enough for anything a person or a tool plants; deeper trees are left for a human rather
+ * than risking the stack on a hostile one. */
+#define JIT__CACHE_TREE_DEPTH 32
+
+static int remove_tree_at(int parent, const char *name, int depth) {
+    if (depth > JIT__CACHE_TREE_DEPTH)
+        return ELOOP;
+    /* O_NOFOLLOW: had `name` been swapped for a link since the scan, this fails rather than
+     * emptying whatever the link points at. */
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    DIR *dir = fdopendir(fd);
+    if (!dir) {
+        int err = errno;
+        close(fd);
+        return err;
+    }
+    int err = 0;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue; /* gone since readdir */
+        int e = S_ISDIR(st.st_mode) ? remove_tree_at(dirfd(dir), de->d_name, depth + 1)
+                                    : (unlinkat(dirfd(dir), de->d_name, 0) == 0 ? 0 : errno);
+        if (e && !err)
+            err = e;
+    }
+    closedir(dir);
+    if (unlinkat(parent, name, AT_REMOVEDIR) != 0 && !err)
+        err = errno;
+    return err;
+}
+
+int jit__cache_remove_tree(jit__cache_t *c, const char *name) {
+    if (c->dirfd < 0)
+        return EBADF;
+    return remove_tree_at(c->dirfd, name, 0);
+}
+
+int jit__cache_remove_stray(jit__cache_t *c, const jit__cache_stray_t *s) {
+    if (s->is_dir)
+        return jit__cache_remove_tree(c, s->name) == 0;
+    return unlinkat(c->dirfd, s->name, 0) == 0;
 }

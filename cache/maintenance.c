@@ -35,6 +35,8 @@ static int cmp_item(const void *a, const void *b) {
 }
 
 static const jit__cache_item_t *find_item(const jit__cache_scan_t *s, const char *hash) {
+    if (s->n == 0) /* the array is NULL then, which bsearch may not be given */
+        return NULL;
     jit__cache_item_t key;
     snprintf(key.hash, sizeof(key.hash), "%s", hash);
     return bsearch(&key, s->items, s->n, sizeof(*s->items), cmp_item);
@@ -152,10 +154,12 @@ static int compare_with_manifest(json_t *ents, const jit__cache_entry_t *e,
 }
 
 jit_status_t jit__cache_verify(jit__cache_t *c, jit__cache_report_fn report, void *user,
-                               size_t *bad, jit__diag_t *d) {
-    size_t nbad = 0;
+                               size_t *bad, size_t *entries, jit__diag_t *d) {
+    size_t nbad = 0, nentries = 0;
     if (bad)
         *bad = 0;
+    if (entries)
+        *entries = 0;
     if (!c)
         return jit__fail(d, JIT_INVALID_ARGUMENT, "jit__cache_verify: NULL cache");
     jit_status_t st = require_usable(c, 0, d);
@@ -188,6 +192,7 @@ jit_status_t jit__cache_verify(jit__cache_t *c, jit__cache_report_fn report, voi
             problem = 1;
         } else {
             jit__cache_entry_t e;
+            nentries++;
             if (jit__cache_check_entry(c, it->hash, 1, &e, NULL, NULL, why, sizeof(why)) !=
                 JIT__CHECK_OK) {
                 say(report, user, it->hash, why);
@@ -210,13 +215,17 @@ jit_status_t jit__cache_verify(jit__cache_t *c, jit__cache_report_fn report, voi
         }
     }
     for (size_t i = 0; i < scan.n_strays; i++) {
-        say(report, user, scan.strays[i].name, "unexpected file in kernels/");
+        say(report, user, scan.strays[i].name,
+            scan.strays[i].is_dir ? "unexpected directory in kernels/"
+                                  : "unexpected file in kernels/");
         nbad++;
     }
     json_decref(ents);
     jit__cache_scan_free(&scan);
     if (bad)
         *bad = nbad;
+    if (entries)
+        *entries = nentries;
     return JIT_OK;
 }
 
@@ -232,7 +241,7 @@ static int toolchain_kept(const jit__toolchain_id_t *tc, const jit__toolchain_id
     return 0;
 }
 
-/* Remove regular files under `sub` older than `age` seconds (0: all). Returns how many. */
+/* Remove regular files under `sub` older than `age` seconds. Returns how many. */
 static size_t sweep_dir(jit__cache_t *c, const char *sub, int64_t age, jit__diag_t *d) {
     jit__cache_stray_t *files;
     size_t n, removed = 0;
@@ -240,7 +249,7 @@ static size_t sweep_dir(jit__cache_t *c, const char *sub, int64_t age, jit__diag
     if (jit__cache_list_dir(c, sub, &files, &n, d) != JIT_OK)
         return 0;
     for (size_t i = 0; i < n; i++)
-        if ((age == 0 || now - files[i].mtime >= age) && unlinkat(c->dirfd, files[i].name, 0) == 0)
+        if (now - files[i].mtime >= age && unlinkat(c->dirfd, files[i].name, 0) == 0)
             removed++;
     free(files);
     return removed;
@@ -316,7 +325,7 @@ jit_status_t jit__cache_gc(jit__cache_t *c, const jit__toolchain_id_t *keep, siz
     }
     for (size_t i = 0; i < scan.n_strays && st == JIT_OK; i++)
         if (now - scan.strays[i].mtime >= JIT__CACHE_STALE_SECONDS &&
-            unlinkat(c->dirfd, scan.strays[i].name, 0) == 0)
+            jit__cache_remove_stray(c, &scan.strays[i]))
             nremoved++;
     jit__cache_scan_free(&scan);
     if (st == JIT_OK) {
@@ -347,16 +356,25 @@ jit_status_t jit__cache_clear(jit__cache_t *c, size_t *removed, jit__diag_t *d) 
     if (st != JIT_OK || (st = lock_manifest(c, &lock, d)) != JIT_OK)
         return st;
     jit__cache_scan_t scan;
+    int64_t now = (int64_t)time(NULL);
     if ((st = jit__cache_scan(c, &scan, d)) == JIT_OK) {
         for (size_t i = 0; i < scan.n; i++) {
+            /* Files without a sidecar that are young are a publish in flight: its cubin is in
+             * place and its sidecar comes next. Deleting them would make that publish fail, or
+             * leave an entry without its cubin; gc takes them once they are stale. */
+            if (!(scan.items[i].files & JIT__F_SIDECAR) &&
+                now - scan.items[i].newest < JIT__CACHE_STALE_SECONDS)
+                continue;
             jit__cache_remove_entry(c, scan.items[i].hash);
             nremoved++;
         }
         for (size_t i = 0; i < scan.n_strays; i++)
-            if (unlinkat(c->dirfd, scan.strays[i].name, 0) == 0)
+            if (jit__cache_remove_stray(c, &scan.strays[i]))
                 nremoved++;
         jit__cache_scan_free(&scan);
-        sweep_dir(c, "tmp", 0, NULL);
+        /* Young temporaries are being written by publishes in flight (under no lock clear
+         * could take); removing them made those publishes fail with a misleading ENOENT. */
+        sweep_dir(c, "tmp", JIT__CACHE_STALE_SECONDS, NULL);
         sweep_locks(c, NULL);
         if (unlinkat(c->dirfd, "manifest.json", 0) != 0 && errno != ENOENT)
             st = jit__fail(d, JIT_IO_ERROR, "kernel cache %s: cannot remove manifest.json: %s",

@@ -1,8 +1,8 @@
 /*
  * A listing of kernels/, grouped by entry: which of an entry's four files exist, their bytes and
  * times. The directory, not the manifest, is the truth about what is on disk; eviction, verify,
- * gc and manifest rebuilds all start from here. Names that are not "<32 hex><known ext>" are
- * strays, which gc removes and verify reports.
+ * gc and manifest rebuilds all start from here. Names that are not "<32 hex><known ext>", and
+ * directories whatever their names, are strays, which gc removes and verify reports.
  */
 #include "cache_private.h"
 
@@ -87,7 +87,9 @@ jit_status_t jit__cache_scan(const jit__cache_t *c, jit__cache_scan_t *out, jit_
         if (fstatat(dirfd(dir), de->d_name, &fst, AT_SYMLINK_NOFOLLOW) != 0)
             continue; /* removed since readdir */
         char hash[JIT_KEY_HASH_LEN + 1];
-        unsigned bit = classify(de->d_name, hash);
+        /* The cache never makes a directory here, whatever its name: one named like a cubin is
+         * not a cubin, and only a stray is removed as a tree. */
+        unsigned bit = S_ISDIR(fst.st_mode) ? 0 : classify(de->d_name, hash);
         if (!bit) {
             if (strlen(de->d_name) + sizeof("kernels/") > JIT__CACHE_NAME_MAX)
                 continue; /* too long to be anything we wrote or could name; left alone */
@@ -98,6 +100,7 @@ jit_status_t jit__cache_scan(const jit__cache_t *c, jit__cache_scan_t *out, jit_
             jit__cache_stray_t *s = &out->strays[out->n_strays++];
             snprintf(s->name, sizeof(s->name), "kernels/%s", de->d_name);
             s->mtime = jit__cache_mtime(&fst);
+            s->is_dir = S_ISDIR(fst.st_mode);
             continue;
         }
         if (grow((void **)&out->items, &cap, out->n, sizeof(*out->items))) {
@@ -118,8 +121,10 @@ jit_status_t jit__cache_scan(const jit__cache_t *c, jit__cache_scan_t *out, jit_
         jit__cache_scan_free(out);
         return st;
     }
-    /* One record per file so far; sort and fold records of the same hash together. */
-    qsort(out->items, out->n, sizeof(*out->items), cmp_item);
+    /* One record per file so far; sort and fold records of the same hash together. An empty
+     * kernels/ leaves the arrays NULL, and qsort's array must not be NULL even for 0 items. */
+    if (out->n > 1)
+        qsort(out->items, out->n, sizeof(*out->items), cmp_item);
     size_t w = 0;
     for (size_t r = 0; r < out->n; r++) {
         if (w > 0 && !strcmp(out->items[w - 1].hash, out->items[r].hash)) {
@@ -135,7 +140,8 @@ jit_status_t jit__cache_scan(const jit__cache_t *c, jit__cache_scan_t *out, jit_
         }
     }
     out->n = w;
-    qsort(out->strays, out->n_strays, sizeof(*out->strays), cmp_stray);
+    if (out->n_strays > 1)
+        qsort(out->strays, out->n_strays, sizeof(*out->strays), cmp_stray);
     return JIT_OK;
 }
 

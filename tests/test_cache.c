@@ -366,7 +366,7 @@ Test(cache_store, survives_its_directory_being_emptied) {
     jit__cache_unlock_key(c, token);
     cr_assert(tc_hit(c, 2, 500));
     size_t bad = 9;
-    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL), JIT_OK);
+    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
     cr_assert_eq(bad, 0);
     jit__cache_close(c);
     jt_rmtree(dir);
@@ -463,7 +463,7 @@ Test(cache_store, a_copied_cache_works_elsewhere) {
     for (unsigned i = 1; i <= 3; i++)
         cr_assert(tc_hit(c, i, 700 + i), "entry %u not usable after the copy", i);
     size_t bad = 99;
-    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL), JIT_OK);
+    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
     cr_assert_eq(bad, 0);
     jit__cache_entry_t *all;
     size_t n;

@@ -122,7 +122,7 @@ Test(cache_concurrency, one_compile_for_many_processes) {
     jit__cache_t *c = tc_open(dir, 0);
     cr_assert(tc_hit(c, 42, CUBIN_BYTES));
     size_t bad = 9;
-    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL), JIT_OK);
+    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
     cr_assert_eq(bad, 0);
     jit__cache_close(c);
     jt_rmtree(dir);
@@ -217,7 +217,7 @@ Test(cache_concurrency, concurrent_publishers_leave_a_whole_manifest) {
         }
     json_decref(m);
     size_t bad = 9;
-    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL), JIT_OK);
+    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
     cr_assert_eq(bad, 0);
     cr_assert_eq(tc_count_files(dir, "tmp"), 0, "torn temporaries left behind");
     jit__cache_close(c);

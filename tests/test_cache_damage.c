@@ -65,7 +65,7 @@ static void damaged_entry_is_reported_once(const char *tag,
     tc_put(c, 1, 4096, NULL); /* what the caller does after the miss: recompile, publish */
     cr_assert(tc_hit(c, 1, 4096));
     size_t bad = 9;
-    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL), JIT_OK);
+    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
     cr_assert_eq(bad, 0);
     jit__cache_close(c);
     jt_rmtree(dir);
@@ -159,7 +159,7 @@ Test(cache_damage, corrupt_manifest_is_rebuilt_without_losing_entries) {
         cr_assert_eq(json_object_size(json_object_get(m, "entries")), 3);
         json_decref(m);
         size_t bad = 9;
-        cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL), JIT_OK);
+        cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
         cr_assert_eq(bad, 0, "variant %zu", v);
         for (unsigned i = 1; i <= 3; i++)
             cr_assert(tc_hit(c, i, 500 * i));
@@ -244,7 +244,7 @@ Test(cache_verify, reports_every_problem) {
 
     seen_t s = {{0}, 0};
     size_t bad = 0;
-    cr_assert_eq(jit__cache_verify(c, collect, &s, &bad, NULL), JIT_OK);
+    cr_assert_eq(jit__cache_verify(c, collect, &s, &bad, NULL, NULL), JIT_OK);
     cr_assert(reported(&s, tc_hash(3), "size mismatch"), "%s", s.text);
     cr_assert(reported(&s, tc_hash(4), "checksum mismatch"), "%s", s.text);
     cr_assert(reported(&s, tc_hash(5), "missing cubin"), "%s", s.text);
@@ -258,13 +258,13 @@ Test(cache_verify, reports_every_problem) {
 
     /* verify repairs nothing: a second run sees the same. */
     seen_t again = {{0}, 0};
-    cr_assert_eq(jit__cache_verify(c, collect, &again, &bad, NULL), JIT_OK);
+    cr_assert_eq(jit__cache_verify(c, collect, &again, &bad, NULL, NULL), JIT_OK);
     cr_assert_str_eq(again.text, s.text);
 
     /* Foreign manifest damage is reported as such. */
     cr_assert_eq(jt_write_file(mpath, "{"), 0);
     seen_t torn = {{0}, 0};
-    cr_assert_eq(jit__cache_verify(c, collect, &torn, &bad, NULL), JIT_OK);
+    cr_assert_eq(jit__cache_verify(c, collect, &torn, &bad, NULL, NULL), JIT_OK);
     cr_assert(reported(&torn, "manifest.json", "manifest unusable"), "%s", torn.text);
     jit__cache_close(c);
     jt_rmtree(dir);
@@ -311,7 +311,7 @@ Test(cache_gc, removes_damage_orphans_and_stale_temporaries) {
     free(all);
     unlink(young);
     size_t bad = 9;
-    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL), JIT_OK);
+    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
     cr_assert_eq(bad, 0);
     jit__cache_close(c);
     jt_rmtree(dir);
@@ -436,7 +436,7 @@ Test(cache_evict, least_recently_used_go_first) {
     cr_assert(tc_hit(c, 5, 20000));
     cr_assert_eq(tc_count_files(dir, "kernels"), 4);
     size_t bad = 9;
-    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL), JIT_OK);
+    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
     cr_assert_eq(bad, 0);
     jit__cache_close(c);
     jt_rmtree(dir);

@@ -152,7 +152,7 @@ static void untrusted_directory_is_not_used(void (*spoil)(const char *dir), cons
     cr_assert(strstr(err, why), "want '%s' in: %s", why, err);
     free(err);
     size_t bad;
-    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL), JIT_CACHE_ERROR);
+    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_CACHE_ERROR);
     jit__cache_close(c);
     jt_rmtree(dir);
     free(dir);
@@ -210,7 +210,7 @@ static void untrusted_file_is_refused(const char *ext, int chown_away, mode_t mo
     free(err);
 
     size_t bad = 0;
-    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL), JIT_OK);
+    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
     cr_assert_eq(bad, 1);
     /* Recompiling and publishing replaces the untrusted file with one of ours. */
     tc_put(c, 1, 600, NULL);

@@ -4,9 +4,12 @@
  * manifest entry and the files --out writes), so a stage printing the wrong problem fails.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "test_cli_helpers.h"
 
@@ -193,4 +196,57 @@ Test(cli_inspect, out_writes_every_stage) {
     free(ptx);
     free(entry);
     json_decref(k);
+}
+
+/* ---- --out in a directory others could have prepared (issue 8, D6) ------------------------ */
+
+/* A link planted where a stage file goes is replaced; the file it pointed at is untouched. */
+Test(cli_inspect, out_never_writes_through_a_planted_link) {
+    char out[1024], victim[1100], link[1100];
+    snprintf(out, sizeof(out), "%s/planted", g_dir);
+    snprintf(victim, sizeof(victim), "%s/victim", g_dir);
+    snprintf(link, sizeof(link), "%s/key.txt", out);
+    cr_assert_eq(mkdir(out, 0700), 0);
+    cr_assert_eq(jt_write_file(victim, "precious\n"), 0);
+    cr_assert_eq(symlink(victim, link), 0);
+    cli_result_t r = CLI(g_dir, NULL, "inspect", PROBLEM, "--arch", "sm_90a", "--out", out);
+    cr_expect_eq(r.rc, 0, "%s", r.err);
+    cli_free(&r);
+    char *v = jt_read_file(victim, NULL);
+    cr_expect_str_eq(v, "precious\n", "inspect --out wrote through a planted link");
+    free(v);
+    struct stat st;
+    cr_assert_eq(lstat(link, &st), 0);
+    cr_expect(S_ISREG(st.st_mode), "key.txt should now be a regular file");
+}
+
+/* Entries of `dir`, . and .. aside. */
+static int tc_files(const char *dir) {
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "%s", dir);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+/* A directory another user can write into is refused, with its name and the reason. */
+Test(cli_inspect, out_refuses_a_directory_others_can_write) {
+    char open_dir[1024], foreign[1024];
+    snprintf(open_dir, sizeof(open_dir), "%s/open", g_dir);
+    snprintf(foreign, sizeof(foreign), "%s/foreign", g_dir);
+    cr_assert_eq(mkdir(open_dir, 0700), 0);
+    cr_assert_eq(chmod(open_dir, 0777), 0);
+    cr_assert_eq(mkdir(foreign, 0755), 0);
+    cr_assert_eq(chown(foreign, 12345, 12345), 0);
+    const char *dirs[] = {open_dir, foreign};
+    for (int i = 0; i < 2; i++) {
+        cli_result_t r = CLI(g_dir, NULL, "inspect", PROBLEM, "--arch", "sm_90a", "--out", dirs[i]);
+        cr_expect_eq(r.rc, 1, "%s: exit %d: %s", dirs[i], r.rc, r.err);
+        cr_expect(strstr(r.err, dirs[i]) && strstr(r.err, "another user"), "%s", r.err);
+        cr_expect_eq(tc_files(dirs[i]), 0, "%s: files were written", dirs[i]);
+        cli_free(&r);
+    }
 }

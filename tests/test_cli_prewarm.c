@@ -357,3 +357,48 @@ Test(cli_prewarm, gc_removes_other_toolchains_and_generators_only) {
     cli_free(&r);
     free(path);
 }
+
+/* ---- what reached the disk (issue 8, D2 and D9) ------------------------------------------- */
+
+/* A prewarm exists to fill the disk: a directory the library refuses (here: writable by
+ * everyone) leaves the kernels in memory only, and that must be a failure that says so. */
+Test(cli_prewarm, refused_cache_directory_fails_and_says_nothing_was_stored) {
+    char *path = list_path();
+    char cache[1024];
+    snprintf(cache, sizeof(cache), "%s/open", g_dir);
+    cr_assert_eq(mkdir(cache, 0700), 0);
+    cr_assert_eq(chmod(cache, 0777), 0);
+    cli_result_t r = CLI(NULL, NULL, "prewarm", path, "--cache-dir", cache);
+    cr_expect_eq(r.rc, 1, "exit %d; stdout: %s stderr: %s", r.rc, r.out, r.err);
+    cr_expect(strstr(r.err, "0 of 4 kernels") && strstr(r.err, cache), "%s", r.err);
+    cr_expect(strstr(r.out, "stored in cache") != NULL, "summary: %s", r.out);
+    cli_free(&r);
+    free(path);
+}
+
+/* A size cap below one kernel keeps only the last one published: the prewarm fails, says how
+ * many of its kernels the disk holds, and the cap is warned about once. */
+Test(cli_prewarm, kernels_evicted_by_the_cap_fail_the_prewarm) {
+    char *path = list_path();
+    char cache[1024], env_dir[1100];
+    snprintf(cache, sizeof(cache), "%s/capped", g_dir);
+    snprintf(env_dir, sizeof(env_dir), "JITGEMM_CACHE_DIR=%s", cache);
+    const char *argv[] = {JITGEMM_CLI_PATH, "prewarm", path, "--jobs", "1", NULL};
+    const char *env[] = {env_dir, "JITGEMM_CACHE_MAX_BYTES=1K", NULL};
+    cli_result_t r = {0};
+    r.rc = jt_run(argv, env, NULL, &r.out, &r.err);
+    cr_expect_eq(r.rc, 1, "exit %d; stdout: %s stderr: %s", r.rc, r.out, r.err);
+    cr_expect(strstr(r.err, "1 of 4 kernels") != NULL, "%s", r.err);
+    cr_expect(strstr(r.err, "size cap") != NULL, "%s", r.err);
+    cr_expect_eq(strstr(r.err, "size cap") ? strstr(strstr(r.err, "size cap") + 1, "size cap (")
+                                           : NULL,
+                 NULL, "the cap is warned about once: %s", r.err);
+    cli_free(&r);
+
+    /* The same list into a cache with room: everything stored, exit 0. */
+    r = CLI(cache, NULL, "prewarm", path);
+    cr_expect_eq(r.rc, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "stored in cache") != NULL, "%s", r.out);
+    cli_free(&r);
+    free(path);
+}

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../api/cli/shapes.c"
 #include "support.h"
@@ -310,4 +312,115 @@ Test(shapes, files_examples_and_read_errors) {
     jit__diag_clear(&d);
     jt_rmtree(dir);
     free(dir);
+}
+
+/* ---- input size and scale (issue 8, D5) --------------------------------------------------- */
+
+#define SHAPES_CAP (16u << 20) /* the documented cap on a shape list's size */
+
+Test(shapes, input_over_the_size_cap_is_refused, .timeout = 60) {
+    char *dir = jt_mkdtemp("shapes-cap");
+    cr_assert_not_null(dir);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/huge.json", dir);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    /* Valid JSON, only too long: the cap must not depend on what the bytes are. */
+    const char body[] = "{\"gemms\": [{" BASE "}]}";
+    fwrite(body, 1, strlen(body), f);
+    static char spaces[1 << 16];
+    memset(spaces, ' ', sizeof(spaces));
+    for (size_t n = 0; n <= SHAPES_CAP; n += sizeof(spaces))
+        fwrite(spaces, 1, sizeof(spaces), f);
+    fclose(f);
+    jit__shape_list_t l;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    cr_assert_eq(jit__shapes_parse_file(path, &l, &d), JIT_INVALID_ARGUMENT, "%s", d.msg);
+    cr_expect(strstr(d.msg, path) && strstr(d.msg, "16 MiB"), "%s", d.msg);
+    jit__diag_clear(&d);
+
+    /* An endless stream stops at the cap instead of reading until memory runs out. */
+    cr_assert_eq(jit__shapes_parse_file("/dev/zero", &l, &d), JIT_INVALID_ARGUMENT, "%s", d.msg);
+    cr_expect(strstr(d.msg, "/dev/zero") && strstr(d.msg, "16 MiB"), "%s", d.msg);
+    jit__diag_clear(&d);
+
+    /* The same text just under the cap still parses. */
+    cr_assert_eq(truncate(path, SHAPES_CAP), 0);
+    cr_expect_eq(jit__shapes_parse_file(path, &l, &d), JIT_OK, "%s", d.msg);
+    jit__shapes_free(&l);
+    jit__diag_clear(&d);
+    jt_rmtree(dir);
+    free(dir);
+}
+
+/* Appends to a growing buffer; the lists below are megabytes. */
+static void append(char **buf, size_t *len, size_t *cap, const char *s) {
+    size_t n = strlen(s);
+    if (*len + n + 1 > *cap) {
+        *cap = (*len + n + 1) * 2;
+        *buf = realloc(*buf, *cap);
+        cr_assert_not_null(*buf);
+    }
+    memcpy(*buf + *len, s, n + 1);
+    *len += n;
+}
+
+/* 300,000 token counts and 30,000 entries: quadratic duplicate checks take tens of seconds. */
+static char *big_list(size_t n_tokens, size_t n_entries, int dup_token, int dup_name) {
+    char *buf = NULL, item[160];
+    size_t len = 0, cap = 0;
+    append(&buf, &len, &cap,
+           "{\"gemms\": [{\"name\": \"big\", \"op\": \"linear\", \"n\": 256, "
+           "\"k\": 128, \"tokens\": [");
+    for (size_t i = 0; i < n_tokens; i++) {
+        /* Scrambled, so a check that only compares neighbours in file order would miss. */
+        size_t t = (i * 7919u) % n_tokens + 1;
+        if (dup_token && i == n_tokens - 1)
+            t = 1 * 7919u % n_tokens + 1; /* the same as tokens[1] */
+        snprintf(item, sizeof(item), "%s%zu", i ? "," : "", t);
+        append(&buf, &len, &cap, item);
+    }
+    append(&buf, &len, &cap, "]}");
+    for (size_t i = 0; i < n_entries; i++) {
+        snprintf(item, sizeof(item),
+                 ", {\"name\": \"e%zu\", \"op\": \"linear\", \"n\": 256, \"k\": 128, "
+                 "\"tokens\": [1]}",
+                 (dup_name && i == n_entries - 1) ? (size_t)3 : i);
+        append(&buf, &len, &cap, item);
+    }
+    append(&buf, &len, &cap, "]}");
+    return buf;
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+Test(shapes, duplicate_checks_scale, .timeout = 120) {
+    const size_t nt = 300000, ne = 30000; /* 7919 is prime and does not divide 300000 */
+    char *text = big_list(nt, ne, 0, 0);
+    jit__shape_list_t l;
+    jit__diag_t d;
+    double t0 = now_s();
+    cr_assert_eq(parse(text, &l, &d), JIT_OK, "%s", d.msg);
+    double secs = now_s() - t0;
+    cr_expect_eq(l.count, ne + 1);
+    cr_expect_eq(l.entries[0].n_tokens, nt);
+    cr_expect_lt(secs, 3.0, "parsing took %.1f s", secs);
+    jit__shapes_free(&l);
+    jit__diag_clear(&d);
+    free(text);
+
+    /* Duplicates are still found, and named with both places. */
+    text = big_list(nt, ne, 1, 0);
+    expect_error(text, JIT_INVALID_ARGUMENT, "gemms[0].tokens[299999]: duplicate token count",
+                 "also gemms[0].tokens[1]");
+    free(text);
+    text = big_list(10, ne, 0, 1);
+    expect_error(text, JIT_INVALID_ARGUMENT, "gemms[30000].name: duplicate name \"e3\"",
+                 "also gemms[4]");
+    free(text);
 }

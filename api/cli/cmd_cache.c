@@ -14,8 +14,8 @@
 
 #include "cache.h"
 #include "cli.h"
-#include "driver.h"
 #include "device_files.h"
+#include "driver.h"
 #include "plan.h"
 #include "toolchain.h"
 
@@ -28,7 +28,8 @@ const char jit__cli_cache_help[] =
     "  list    one line per entry: hash, arch, target (\"(fallback)\" when the cubin is the\n"
     "          arch's fallback target), kernel, size, registers, last used\n"
     "  verify  check every entry (sidecar, cubin size and checksum, owner) and the manifest;\n"
-    "          print each problem; exit 1 if there is any. Repairs nothing.\n"
+    "          print each problem; exit 1 if there is any. Reads only: it changes nothing,\n"
+    "          not even a damaged manifest (gc repairs).\n"
     "  gc      remove entries built by another generator version or another toolchain than\n"
     "          the one the library picks now (as for a context: --toolkit-dir, else\n"
     "          $JITGEMM_TOOLKIT_DIR, else the newest found; on a GPU host also the newest one\n"
@@ -137,23 +138,24 @@ static void on_problem(const char *hash, const char *problem, void *user) {
     }
 }
 
+/* Only jit__cache_verify, which reads: listing first would rebuild a damaged manifest and
+ * then report a clean cache, hiding exactly what verify is asked to find. */
 static int do_verify(jit__cache_t *c, int json) {
     verify_state_t v = {.json = json};
     size_t bad = 0, n = 0;
-    jit__cache_entry_t *e = NULL;
     jit__diag_t d;
     jit__diag_init(&d);
-    if (jit__cache_list(c, &e, &n, &d) != JIT_OK ||
-        jit__cache_verify(c, on_problem, &v, &bad, &d) != JIT_OK) {
+    if (jit__cache_verify(c, on_problem, &v, &bad, &n, &d) != JIT_OK) {
         int rc = cache_fail("verify", &d);
         jit__diag_clear(&d);
-        free(e);
         return rc;
     }
-    free(e);
     fprintf(json ? stderr : stdout, "verified %zu %s in %s: %zu damaged, %zu %s reported\n", n,
             n == 1 ? "entry" : "entries", jit__cache_dir(c), bad, v.problems,
             v.problems == 1 ? "problem" : "problems");
+    if (bad || v.problems)
+        fprintf(stderr, "jitgemm: verify changed nothing; 'jitgemm cache gc' repairs the index "
+                        "and removes damaged entries and stray files\n");
     return (bad || v.problems) ? JIT_CLI_FAILED : JIT_CLI_OK;
 }
 
@@ -222,8 +224,8 @@ static int do_gc(jit__cache_t *c, const char *toolkit_dir, int json) {
         rc = JIT_CLI_FAILED;
         goto done;
     }
-    if (jit__cache_gc(c, keep, n_keep, JIT_KEY_FORMAT_VERSION, jit__device_files_hash(),
-                      &removed, &d) != JIT_OK) {
+    if (jit__cache_gc(c, keep, n_keep, JIT_KEY_FORMAT_VERSION, jit__device_files_hash(), &removed,
+                      &d) != JIT_OK) {
         rc = cache_fail("gc", &d);
         goto done;
     }

@@ -5,10 +5,12 @@
  * them, so scripts reading `--plan --json` see exactly the fields docs/plan.md documents.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -43,6 +45,7 @@ const char jit__cli_inspect_help[] =
     "                  --source/--ptx print {\"source\"}/{\"ptx\"};\n"
     "                  the default prints {\"key\": {...}, \"plan\": {...}}\n"
     "  --out DIR       write key.txt, plan.json, kernel.cu, kernel.ptx and entry.json to DIR\n"
+    "                  (created if missing; refused if another user owns it or can write to it)\n"
     "\n"
     "Exit status: 0 success, 1 the pipeline failed, 2 bad command line.\n";
 
@@ -136,48 +139,87 @@ static void print_json_value(json_t *o) {
     free(text);
 }
 
-static int write_file(const char *dir, const char *name, const char *text) {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *path = malloc(n);
-    if (!path) {
-        jit__cli_error("out of memory");
+/* Write `text` to DIR/name through a fresh temporary: O_EXCL|O_NOFOLLOW cannot open anything
+ * already there (a planted link or file), and renameat replaces a link at `name` itself, never
+ * the file it points at. */
+static int write_file(int dfd, const char *dir, const char *name, const char *text) {
+    char tmp[128];
+    snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, (long)getpid());
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int err = fd < 0 ? errno : 0;
+    size_t len = strlen(text), off = 0;
+    while (!err && off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0 && errno != EINTR)
+            err = errno;
+        else if (w > 0)
+            off += (size_t)w;
+    }
+    if (fd >= 0 && close(fd) != 0 && !err)
+        err = errno;
+    if (!err && renameat(dfd, tmp, dfd, name) != 0)
+        err = errno;
+    if (err) {
+        if (fd >= 0)
+            unlinkat(dfd, tmp, 0);
+        jit__cli_error("cannot write %s/%s: %s", dir, name, strerror(err));
         return JIT_CLI_FAILED;
     }
-    snprintf(path, n, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    int ok = f && fputs(text, f) >= 0;
-    if (f && fclose(f) != 0)
-        ok = 0;
-    if (!ok) {
-        jit__cli_error("cannot write %s: %s", path, strerror(errno));
-        free(path);
-        return JIT_CLI_FAILED;
-    }
-    printf("wrote %s\n", path);
-    free(path);
+    printf("wrote %s/%s\n", dir, name);
     return 0;
 }
 
-static int write_all(jit_context_t *ctx, const jit_problem_t *p, const char *dir) {
+/* The files are written as the invoking user (often root) into a directory the user named;
+ * if another user can write there, they can swap names under us between any check and any
+ * write, so such a directory is refused outright. */
+static int open_out_dir(const char *dir, int *dfd) {
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         jit__cli_error("cannot create %s: %s", dir, strerror(errno));
         return JIT_CLI_FAILED;
     }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        jit__cli_error("%s is not a directory", dir);
+    *dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (*dfd < 0) {
+        jit__cli_error(errno == ENOTDIR ? "%s is not a directory" : "cannot open %s: %s", dir,
+                       strerror(errno));
         return JIT_CLI_FAILED;
     }
-    for (size_t i = 0; i < N_STAGES; i++) {
-        char *text = NULL;
-        int rc = inspect_stage(ctx, p, k_stages[i].what, &text);
-        if (!rc)
-            rc = write_file(dir, k_stages[i].file, text);
-        jit_free(text);
-        if (rc)
-            return rc;
+    struct stat st;
+    const char *why = NULL;
+    char reason[96];
+    if (fstat(*dfd, &st) != 0) {
+        snprintf(reason, sizeof(reason), "cannot stat it: %s", strerror(errno));
+        why = reason;
+    } else if (st.st_uid != geteuid()) {
+        snprintf(reason, sizeof(reason), "it is owned by another user (uid %u)",
+                 (unsigned)st.st_uid);
+        why = reason;
+    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(reason, sizeof(reason), "another user can write to it (mode %04o)",
+                 (unsigned)(st.st_mode & 07777));
+        why = reason;
+    }
+    if (why) {
+        jit__cli_error("--out %s: refused: %s; use a directory only you can write", dir, why);
+        close(*dfd);
+        *dfd = -1;
+        return JIT_CLI_FAILED;
     }
     return 0;
+}
+
+static int write_all(jit_context_t *ctx, const jit_problem_t *p, const char *dir) {
+    int dfd = -1;
+    int rc = open_out_dir(dir, &dfd);
+    for (size_t i = 0; !rc && i < N_STAGES; i++) {
+        char *text = NULL;
+        rc = inspect_stage(ctx, p, k_stages[i].what, &text);
+        if (!rc)
+            rc = write_file(dfd, dir, k_stages[i].file, text);
+        jit_free(text);
+    }
+    if (dfd >= 0)
+        close(dfd);
+    return rc;
 }
 
 static int print_default(jit_context_t *ctx, const jit_problem_t *p, int json) {

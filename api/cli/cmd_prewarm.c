@@ -34,7 +34,9 @@ const char jit__cli_prewarm_help[] =
     "\n"
     "A progress bar is drawn on stderr when it is a terminal (never with --json). The summary\n"
     "(compiled / already cached / failed, with total and median seconds) goes to stdout, or to\n"
-    "stderr with --json. Exit status: 0 all compiled or cached, 1 any failed or FILE is\n"
+    "stderr with --json, and ends with how many of the kernels the cache directory now holds.\n"
+    "Exit status: 0 all compiled or cached and stored, 1 any failed, any kernel is not on disk\n"
+    "afterwards (cache refused or not writable, disk full, size cap too small), or FILE is\n"
     "invalid, 2 bad command line.\n";
 
 typedef struct record {
@@ -136,28 +138,54 @@ static void summary_line(FILE *f, const state_t *s, jit_prewarm_result_t which, 
     free(t);
 }
 
-static size_t distinct_keys(const state_t *s) {
-    size_t n = 0;
-    for (size_t i = 0; i < s->count; i++) {
-        if (!s->rec[i].done || !s->rec[i].key[0])
-            continue;
-        int seen = 0;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = s->rec[j].done && !strcmp(s->rec[j].key, s->rec[i].key);
-        n += !seen;
-    }
-    return n;
+static int cmp_key(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static void print_summary(FILE *f, const state_t *s, jit_context_t *ctx, const char *cache_dir,
-                          double wall) {
-    char dir[PATH_MAX];
-    jit__diag_t d;
-    jit__diag_init(&d);
-    if (jit__cache_resolve_dir(cache_dir, dir, sizeof(dir), &d) != JIT_OK)
-        snprintf(dir, sizeof(dir), "(unresolved: %s)", d.msg);
-    jit__diag_clear(&d);
-    size_t kernels = distinct_keys(s);
+/* The distinct keys of the problems that did not fail, into *keys (malloc'd, pointing into the
+ * records), by sorting: a list may hold a million problems. */
+static size_t distinct_keys(const state_t *s, const char ***keys) {
+    const char **k = malloc((s->count ? s->count : 1) * sizeof(*k));
+    size_t n = 0, w = 0;
+    *keys = k;
+    if (!k)
+        return 0;
+    for (size_t i = 0; i < s->count; i++)
+        if (s->rec[i].done && s->rec[i].key[0] && s->rec[i].result != JIT_PREWARM_FAILED)
+            k[n++] = s->rec[i].key;
+    if (n > 1)
+        qsort(k, n, sizeof(*k), cmp_key);
+    for (size_t i = 0; i < n; i++)
+        if (w == 0 || strcmp(k[w - 1], k[i]))
+            k[w++] = k[i];
+    return w;
+}
+
+/* How many of `keys` the cache directory now holds as whole, trusted entries. A prewarm is run
+ * for the disk, and the library carries on in memory when the disk fails it (a directory it
+ * refuses or cannot write, a full disk, a cap that evicts what it just stored), so what the
+ * compiles returned says nothing about what a later process will find. */
+static size_t count_stored(const char *dir, const char *const *keys, size_t n) {
+    jit__cache_t *c = NULL;
+    size_t stored = 0;
+    /* Silent: the context already warned about this directory. */
+    if (jit__cache_open(dir, 0, JIT_LOG_SILENT, &c, NULL) != JIT_OK)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        jit__cache_entry_t e;
+        void *bin = NULL;
+        size_t size = 0;
+        int found = 0;
+        if (jit__cache_get(c, keys[i], &e, &bin, &size, &found, NULL) == JIT_OK && found)
+            stored++;
+        free(bin);
+    }
+    jit__cache_close(c);
+    return stored;
+}
+
+static void print_summary(FILE *f, const state_t *s, jit_context_t *ctx, const char *dir,
+                          size_t kernels, size_t stored, double wall) {
     fprintf(f, "prewarm: %zu %s, %zu distinct %s, %s with %d SMs, %.2f s\n", s->count,
             s->count == 1 ? "problem" : "problems", kernels, kernels == 1 ? "kernel" : "kernels",
             jit_context_arch(ctx), jit_context_sm_count(ctx), wall);
@@ -165,6 +193,7 @@ static void print_summary(FILE *f, const state_t *s, jit_context_t *ctx, const c
     summary_line(f, s, JIT_PREWARM_COMPILED, "compiled");
     summary_line(f, s, JIT_PREWARM_CACHED, "already cached");
     summary_line(f, s, JIT_PREWARM_FAILED, "failed");
+    fprintf(f, "  stored in cache %5zu of %zu\n", stored, kernels);
 }
 
 int jit__cli_prewarm(int argc, char **argv) {
@@ -256,8 +285,23 @@ int jit__cli_prewarm(int argc, char **argv) {
         const char *msg = jit_last_error(ctx);
         jit__cli_error("%s", msg && *msg ? msg : jit_status_string(st));
     }
-    print_summary(json ? stderr : stdout, &s, ctx, cache_dir, wall);
-    rc = (st != JIT_OK || failed) ? JIT_CLI_FAILED : JIT_CLI_OK;
+    char dir[PATH_MAX];
+    jit__diag_init(&d);
+    int resolved = jit__cache_resolve_dir(cache_dir, dir, sizeof(dir), &d) == JIT_OK;
+    if (!resolved)
+        snprintf(dir, sizeof(dir), "(unresolved: %s)", d.msg);
+    jit__diag_clear(&d);
+    const char **keys = NULL;
+    size_t kernels = distinct_keys(&s, &keys);
+    size_t stored = resolved ? count_stored(dir, keys, kernels) : 0;
+    free(keys);
+    print_summary(json ? stderr : stdout, &s, ctx, dir, kernels, stored, wall);
+    if (stored < kernels)
+        jit__cli_error("only %zu of %zu kernels are in the cache %s after the prewarm; a later "
+                       "process will compile the rest again (see the warnings above: a directory "
+                       "refused or not writable, a full disk, or a cap too small for them)",
+                       stored, kernels, dir);
+    rc = (st != JIT_OK || failed || stored < kernels) ? JIT_CLI_FAILED : JIT_CLI_OK;
 
 done:
     if (s.rec)

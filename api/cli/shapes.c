@@ -178,6 +178,31 @@ static jit_status_t parse_target(const json_t *t, const char *source, jit__shape
     return JIT_OK;
 }
 
+typedef struct token_at {
+    int64_t value;
+    size_t index;
+} token_at_t;
+
+static int cmp_token_at(const void *a, const void *b) {
+    const token_at_t *x = a, *y = b;
+    if (x->value != y->value)
+        return x->value < y->value ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+typedef struct name_at {
+    const char *name;
+    size_t index;
+} name_at_t;
+
+static int cmp_name_at(const void *a, const void *b) {
+    const name_at_t *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c)
+        return c;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
 static jit_status_t parse_tokens(const json_t *v, const char *source, const char *path,
                                  jit__shape_entry_t *e, jit__diag_t *d) {
     if (!json_is_array(v) || json_array_size(v) == 0)
@@ -193,14 +218,30 @@ static jit_status_t parse_tokens(const json_t *v, const char *source, const char
         jit_status_t st = get_positive(json_array_get(v, i), source, p, &t, d);
         if (st != JIT_OK)
             return st;
-        /* A repeated count is almost always a typo, and would print two identical lines. */
-        for (size_t j = 0; j < i; j++)
-            if (e->tokens[j] == t)
-                return jit__fail(d, JIT_INVALID_ARGUMENT,
-                                 "%s: %s: duplicate token count %lld (also %s[%zu])", source, p,
-                                 (long long)t, path, j);
         e->tokens[i] = t;
     }
+    /* A repeated count is almost always a typo, and would print two identical lines. Sorted
+     * (value, index) pairs find every repeat in O(n log n); a list may hold a million. */
+    token_at_t *sorted = malloc(n * sizeof(*sorted));
+    if (!sorted)
+        return jit__fail(d, JIT_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = (token_at_t){e->tokens[i], i};
+    if (n > 1)
+        qsort(sorted, n, sizeof(*sorted), cmp_token_at);
+    /* Report the earliest repeat in file order, against the first occurrence of its value. */
+    size_t first = 0, later = SIZE_MAX;
+    for (size_t i = 1; i < n; i++)
+        if (sorted[i].value == sorted[i - 1].value &&
+            (i < 2 || sorted[i - 2].value != sorted[i].value) && sorted[i].index < later) {
+            first = sorted[i - 1].index;
+            later = sorted[i].index;
+        }
+    free(sorted);
+    if (later != SIZE_MAX)
+        return jit__fail(d, JIT_INVALID_ARGUMENT,
+                         "%s: %s[%zu]: duplicate token count %lld (also %s[%zu])", source, path,
+                         later, (long long)e->tokens[later], path, first);
     e->n_tokens = n;
     return JIT_OK;
 }
@@ -227,11 +268,6 @@ static jit_status_t parse_entry(const json_t *g, size_t index, const char *sourc
     snprintf(p, sizeof(p), "%s.name", base);
     if (!json_is_string(name) || json_string_length(name) == 0)
         return bad(d, source, p, name, "a non-empty string");
-    for (size_t j = 0; j < index; j++)
-        if (!strcmp(list->entries[j].name, json_string_value(name)))
-            return jit__fail(d, JIT_INVALID_ARGUMENT,
-                             "%s: %s: duplicate name \"%s\" (also gemms[%zu])", source, p,
-                             json_string_value(name), j);
     e->name = strdup(json_string_value(name));
     if (!e->name)
         return jit__fail(d, JIT_OUT_OF_MEMORY, "out of memory");
@@ -278,6 +314,33 @@ static jit_status_t parse_entry(const json_t *g, size_t index, const char *sourc
     return parse_tokens(json_object_get(g, "tokens"), source, p, e, d);
 }
 
+/* Names identify entries in every message and --json line, so they must be unique. Sorted
+ * (name, index) pairs keep this O(n log n) for lists of many entries. */
+static jit_status_t check_names(const jit__shape_list_t *list, const char *source, jit__diag_t *d) {
+    size_t n = list->count;
+    name_at_t *sorted = malloc((n ? n : 1) * sizeof(*sorted));
+    if (!sorted)
+        return jit__fail(d, JIT_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = (name_at_t){list->entries[i].name, i};
+    if (n > 1)
+        qsort(sorted, n, sizeof(*sorted), cmp_name_at);
+    /* The earliest repeat in file order, against the first entry of that name. */
+    size_t first = 0, later = SIZE_MAX;
+    for (size_t i = 1; i < n; i++)
+        if (!strcmp(sorted[i].name, sorted[i - 1].name) &&
+            (i < 2 || strcmp(sorted[i - 2].name, sorted[i].name)) && sorted[i].index < later) {
+            first = sorted[i - 1].index;
+            later = sorted[i].index;
+        }
+    free(sorted);
+    if (later == SIZE_MAX)
+        return JIT_OK;
+    return jit__fail(d, JIT_INVALID_ARGUMENT,
+                     "%s: gemms[%zu].name: duplicate name \"%s\" (also gemms[%zu])", source, later,
+                     list->entries[later].name, first);
+}
+
 static jit_status_t parse_root(const json_t *root, const char *source, jit__shape_list_t *out,
                                jit__diag_t *d) {
     static const char *const keys[] = {"target", "gemms", NULL};
@@ -309,7 +372,7 @@ static jit_status_t parse_root(const json_t *root, const char *source, jit__shap
         if ((st = parse_entry(json_array_get(gemms, i), i, source, out, d)) != JIT_OK)
             return st;
     }
-    return JIT_OK;
+    return check_names(out, source, d);
 }
 
 /* By length, so that a NUL byte inside a file is a parse error rather than an early end. */
@@ -328,11 +391,25 @@ static jit_status_t parse_buffer(const char *text, size_t len, const char *sourc
     return st;
 }
 
-jit_status_t jit__shapes_parse_text(const char *text, const char *source, jit__shape_list_t *out,
-                                    jit__diag_t *d) {
-    return parse_buffer(text, strlen(text), source, out, d);
+static jit_status_t too_big(const char *source, jit__diag_t *d) {
+    return jit__fail(d, JIT_INVALID_ARGUMENT,
+                     "%s: larger than the " JIT__SHAPES_MAX_TEXT " a shape list may hold (is it "
+                     "the right file?)",
+                     source);
 }
 
+jit_status_t jit__shapes_parse_text(const char *text, const char *source, jit__shape_list_t *out,
+                                    jit__diag_t *d) {
+    size_t len = strnlen(text, JIT__SHAPES_MAX_BYTES + 1);
+    if (len > JIT__SHAPES_MAX_BYTES) {
+        memset(out, 0, sizeof(*out));
+        return too_big(source, d);
+    }
+    return parse_buffer(text, len, source, out, d);
+}
+
+/* Reads at most JIT__SHAPES_MAX_BYTES + 1 bytes: one byte past the cap is enough to know the
+ * input is too long (*err EFBIG), and /dev/zero or a pipe that never ends stops there. */
 static char *read_stream(FILE *f, size_t *size, int *err) {
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
@@ -351,8 +428,16 @@ static char *read_stream(FILE *f, size_t *size, int *err) {
             buf = nb;
             cap *= 2;
         }
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
+        size_t want = cap - len - 1;
+        if (want > JIT__SHAPES_MAX_BYTES + 1 - len)
+            want = JIT__SHAPES_MAX_BYTES + 1 - len;
+        size_t got = fread(buf + len, 1, want, f);
         len += got;
+        if (len > JIT__SHAPES_MAX_BYTES) {
+            free(buf);
+            *err = EFBIG;
+            return NULL;
+        }
         if (got == 0)
             break;
     }
@@ -382,6 +467,8 @@ jit_status_t jit__shapes_parse_file(const char *path, jit__shape_list_t *out, ji
     char *text = read_stream(f, &len, &err);
     if (!is_stdin)
         fclose(f);
+    if (!text && err == EFBIG)
+        return too_big(source, d);
     if (!text)
         return jit__fail(d, err == ENOMEM ? JIT_OUT_OF_MEMORY : JIT_IO_ERROR, "cannot read %s: %s",
                          source, strerror(err));

@@ -14,6 +14,12 @@
 #include "diag.h"
 #include "jitgemm.h"
 
+/* The most bytes a shape list may hold. A real deployment's list is kilobytes; the cap makes
+ * a wrong FILE (/dev/zero, a disk image, a log) an immediate error instead of a read until
+ * memory runs out. A list of a million token counts is about 8 MB. */
+#define JIT__SHAPES_MAX_BYTES ((size_t)16 << 20)
+#define JIT__SHAPES_MAX_TEXT "16 MiB"
+
 typedef struct jit__shape_entry {
     char *name;
     jit_epilogue_t op;
