@@ -248,13 +248,27 @@ static void check_spellings(const jit__plan_t *plan, const char *src, const char
     snprintf(want, sizeof(want), "    IDESC = 0x%08Xu,", idesc);
     cr_assert(strstr(src, want), "missing %s", want);
     snprintf(want, sizeof(want), "    A_DESC_HI = 0x%016llXull,",
-             (unsigned long long)jit__tc_smem_desc(0, tc->a.lbo, tc->a.sbo, tc->a.swizzle, 0));
+             (unsigned long long)jit__tc_smem_desc(jit__tc_smem_desc_addr_bits(plan->arch), 0,
+                                                   tc->a.lbo, tc->a.sbo, tc->a.swizzle, 0));
     cr_assert(strstr(src, want), "missing %s", want);
     snprintf(want, sizeof(want), "    B_DESC_HI = 0x%016llXull,",
-             (unsigned long long)jit__tc_smem_desc(0, tc->b.lbo, tc->b.sbo, tc->b.swizzle, 0));
+             (unsigned long long)jit__tc_smem_desc(jit__tc_smem_desc_addr_bits(plan->arch), 0,
+                                                   tc->b.lbo, tc->b.sbo, tc->b.swizzle, 0));
     cr_assert(strstr(src, want), "missing %s", want);
+    /* Descriptors take the absolute address in the arch's field width, and the kernel traps
+     * at start if its last operand stage would not fit it (issue 10, finding 1). */
+    snprintf(want, sizeof(want), "    DESC_ADDR_MASK = %u,",
+             (1u << jit__tc_smem_desc_addr_bits(plan->arch)) - 1u);
+    cr_assert(strstr(src, want), "missing %s", want);
+    snprintf(want, sizeof(want), "    OPERAND_END = %u,", tc->smem.operand_end);
+    cr_assert(strstr(src, want), "missing %s", want);
+    cr_assert(
+        strstr(device_text("tcgen05/device/kernel.cuh"),
+               "if (c.smem + P::OPERAND_END > P::DESC_ADDR_LIMIT)\n            device_trap();"));
     /* The SF IDs are masked before and after the shift (trap: sign extension). */
     const char *mma = device_text("tcgen05/device/mma.cuh");
+    cr_assert(strstr(mma, "return hi | (u64)((addr >> 4) & P::DESC_ADDR_MASK);"));
+    cr_assert(!strstr(mma, "0x3FFFF"));
     cr_assert(strstr(mma, "(((sfa_tmem & 0xC0000000u) >> 30) << 29)"));
     cr_assert(strstr(mma, "(((sfb_tmem & 0xC0000000u) >> 30) << 4)"));
 

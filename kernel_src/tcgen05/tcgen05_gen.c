@@ -110,10 +110,11 @@ jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__ke
     g->b_kcoord_tile = jit__tc_tma_k_per_tile(plan, &tc->b);
     g->a_kcoord_box = (int)tc->a.box_inner_bytes;
     g->b_kcoord_box = (int)tc->b.box_inner_bytes;
-    g->a_desc_hi = jit__tc_smem_desc(0, tc->a.lbo, tc->a.sbo, tc->a.swizzle, 0);
-    g->b_desc_hi = jit__tc_smem_desc(0, tc->b.lbo, tc->b.sbo, tc->b.swizzle, 0);
+    const int bits = jit__tc_smem_desc_addr_bits(plan->arch);
+    g->a_desc_hi = jit__tc_smem_desc(bits, 0, tc->a.lbo, tc->a.sbo, tc->a.swizzle, 0);
+    g->b_desc_hi = jit__tc_smem_desc(bits, 0, tc->b.lbo, tc->b.sbo, tc->b.swizzle, 0);
     /* A 512-byte scale chunk: 32 lines of 16 bytes, no swizzle, 8 lines (128 B) apart. */
-    g->sf_desc_hi = jit__tc_smem_desc(0, 128, 128, JIT_TC_SWIZZLE_NONE, 0);
+    g->sf_desc_hi = jit__tc_smem_desc(bits, 0, 128, 128, JIT_TC_SWIZZLE_NONE, 0);
 
     /* epilogue */
     jit__tc_c_layout_t cl;
@@ -307,6 +308,11 @@ static void emit_plan(const jit__tcg_t *g) {
     constant(sb, "OFF_C", b[JIT_TC_BUF_C].offset, NULL);
     constant(sb, "C_STAGE", b[JIT_TC_BUF_C].stage_bytes, NULL);
     constant(sb, "C_STAGES", (unsigned)tc->smem.c_stages, NULL);
+    constant(sb, "OPERAND_END", tc->smem.operand_end, "end of the last MMA/tcgen05.cp operand");
+    constant(sb, "DESC_ADDR_LIMIT", jit__tc_smem_desc_addr_limit(p->arch),
+             "absolute addresses a descriptor can hold");
+    constant(sb, "DESC_ADDR_MASK", (1u << jit__tc_smem_desc_addr_bits(p->arch)) - 1u,
+             "descriptor start field: (addr >> 4) & this");
 
     jit__sb_append(sb, "    };\n\n    /* TMA */\n    enum : u32 {\n");
     constant(sb, "A_BOXES", (unsigned)tc->a.boxes_per_stage, "boxes along K per stage");
