@@ -822,3 +822,45 @@ Test(codegen_tc, single_cluster_shape_launch) {
     cr_assert_eq(cfg.gridDimZ, 148);
     cr_assert_eq(dims.token_slots, 0u);
 }
+
+/* Issue 10, finding 3. The epilogue waits `cp.async.bulk.wait_group.read C_STAGES-1` before it
+ * writes C stage cs % C_STAGES: that guarantees that every store but the newest has finished
+ * reading, so it protects the stage only if the newest store went to a different stage, i.e.
+ * if cs counts stores. A model of the sequence: each sub-tile is live (stored) or skipped (rows
+ * past M); `advance_on_skip` is the old rule. Returns 1 if some live sub-tile writes a stage
+ * whose store may still be reading. */
+static int c_stage_hazard(const int *live, int n, int c_stages, int advance_on_skip) {
+    int cs = 0, last_store_stage = -1;
+    for (int i = 0; i < n; i++) {
+        if (live[i]) {
+            /* After wait_group.read(c_stages - 1) only the newest store may still read. */
+            if (cs % c_stages == last_store_stage)
+                return 1;
+            last_store_stage = cs % c_stages;
+            cs++;
+        } else if (advance_on_skip) {
+            cs++;
+        }
+    }
+    return 0;
+}
+
+Test(tc_codegen, epilogue_c_stage_advances_only_on_a_store) {
+    /* Tile N 192 (3 sub-tiles of 64) with B-reuse: M-half 0 live, M-half 1 past M, then the
+     * next tile live: live, live, live, skip, skip, skip, live, ... */
+    const int seq[] = {1, 1, 1, 0, 0, 0, 1, 1, 1};
+    cr_expect_eq(c_stage_hazard(seq, 9, 2, 1), 1, "the old rule reuses a stage still read");
+    cr_expect_eq(c_stage_hazard(seq, 9, 2, 0), 0);
+    const int odd[] = {1, 0, 1};
+    cr_expect_eq(c_stage_hazard(odd, 3, 2, 1), 1);
+    cr_expect_eq(c_stage_hazard(odd, 3, 2, 0), 0);
+    /* The device code follows the store-counting rule: the sub-tile loop does not advance cs,
+     * the store block does, right after its commit. */
+    const char *epi = device_text("tcgen05/device/epilogue.cuh");
+    cr_assert(!strstr(epi, "++j, ++cs)"), "the C stage index advances on skipped sub-tiles");
+    const char *commit = strstr(epi, "sm100::bulk_commit();");
+    cr_assert(commit);
+    const char *adv = strstr(commit, "++cs;");
+    cr_assert(adv && adv - commit < 600, "cs must advance with the store it belongs to");
+    cr_assert(strstr(epi, "sm100::bulk_wait_read<P::C_STAGES - 1>();"));
+}
