@@ -93,25 +93,34 @@ Test(tc_tmem, two_disjoint_stages_fit_576_at_n256) {
 }
 
 Test(tc_tmem, overlapping_stages_on_512_columns) {
-    /* sm_100a: stage 1 at 256 - 48 = 208, sharing 208-255; stage 0 drained in reverse and
-     * released after the sub-tiles that cover the shared columns. */
+    /* sm_100a: the 48 scale columns rounded up to one 64-column epilogue sub-tile, so stage 1
+     * starts at 256 - 64 = 192 (CUTLASS's overlapping layout), sharing 192-255; stage 0 is
+     * drained in reverse and released after the sub-tile that covers the shared columns; the
+     * scales start at 448, SFB right after SFA. */
     jit__tc_tmem_plan_t t;
     cr_assert_eq(jit__tc_tmem_plan(512, 256, 1, 2, 16, 32, 1, 64, &t, NULL), JIT_OK);
     cr_expect_eq(t.overlap, 1);
     cr_expect_eq(t.acc[0].first_column, 0);
-    cr_expect_eq(t.acc[1].first_column, 208);
-    cr_expect_eq(t.overlap_columns, 48);
+    cr_expect_eq(t.acc[1].first_column, 192);
+    cr_expect_eq(t.overlap_columns, 64);
     cr_expect_eq(t.reverse_traversal, 1);
-    cr_expect_eq(t.early_release_column, 208);
-    cr_expect_eq(t.early_release_subtile, 0); /* one 64-column sub-tile covers 48 columns */
-    cr_expect_eq(t.sfa_first_column, 464);
-    cr_expect_eq(t.used_columns, 512);
+    cr_expect_eq(t.early_release_column, 192);
+    cr_expect_eq(t.early_release_subtile, 0); /* one 64-column sub-tile */
+    cr_expect_eq(t.sfa_first_column, 448);
+    cr_expect_eq(t.sfb_first_column, 464);
+    cr_expect_eq(t.used_columns, 496);
     cr_expect_eq(t.allocated_columns, 512);
+    /* FP32 out, 32-column sub-tiles: 48 -> 64 columns, two sub-tiles before the release. */
     cr_assert_eq(jit__tc_tmem_plan(512, 256, 1, 2, 16, 32, 1, 32, &t, NULL), JIT_OK);
-    cr_expect_eq(t.early_release_subtile, 1); /* two 32-column sub-tiles */
-    /* vec32: stride 232. */
+    cr_expect_eq(t.acc[1].first_column, 192);
+    cr_expect_eq(t.early_release_subtile, 1);
+    /* vec32: 24 scale columns -> one sub-tile; before the fix stage 1 sat at 232. */
     cr_assert_eq(jit__tc_tmem_plan(512, 256, 1, 2, 8, 16, 1, 64, &t, NULL), JIT_OK);
-    cr_expect_eq(t.acc[1].first_column, 232);
+    cr_expect_eq(t.acc[1].first_column, 192);
+    cr_expect_eq(t.sfa_first_column, 448);
+    cr_assert_eq(jit__tc_tmem_plan(512, 256, 1, 2, 8, 16, 1, 32, &t, NULL), JIT_OK);
+    cr_expect_eq(t.acc[1].first_column, 224);
+    cr_expect_eq(t.sfa_first_column, 480);
     /* Without permission to overlap, 560 columns on a 512-column arch are refused. */
     jit__diag_t d;
     jit__diag_init(&d);
@@ -446,7 +455,7 @@ Test(tc_plan, breuse_on_sm107a_large_band) {
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_100a", 4, 0, 0, 0, &p);
     cr_expect_eq(jit__tc_of(&p)->breuse, 0);
     cr_expect_eq(jit__tc_of(&p)->tmem.overlap, 1);
-    cr_expect_eq(jit__tc_of(&p)->tmem.acc[1].first_column, 208);
+    cr_expect_eq(jit__tc_of(&p)->tmem.acc[1].first_column, 192); /* 256 - one 64-column sub-tile */
     /* Forced B-reuse at tile N 128 keeps two accumulator stages: 2 x 2 x 128 + 32 + 16. */
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_107a", 4, 2, 128, 1, &p);
     cr_expect_eq(jit__tc_of(&p)->tmem.acc_stages, 2);
@@ -580,6 +589,16 @@ static void check_invariants(const jit__plan_t *p, const char *what) {
         cr_assert_leq(ops[i]->box_inner_bytes, 128u, "%s", what);
         cr_assert_leq(ops[i]->rows, 256, "%s", what);
     }
+    /* TMEM alignment (issue 10, finding 4): every accumulator stage and the scale block start
+     * on a multiple of the epilogue sub-tile (>= 32 columns), as CUTLASS's overlapping layout
+     * does (stage 1 at 256 - epilogue tile N); SFB directly follows SFA. */
+    for (int s = 0; s < tc->tmem.acc_stages; s++)
+        cr_assert_eq(tc->tmem.acc[s].first_column % tc->smem.epi_tile_n, 0, "%s: stage %d at %d",
+                     what, s, tc->tmem.acc[s].first_column);
+    cr_assert_eq(tc->tmem.sfa_first_column % tc->smem.epi_tile_n, 0, "%s: SFA at %d", what,
+                 tc->tmem.sfa_first_column);
+    cr_assert_eq(tc->tmem.sfb_first_column, tc->tmem.sfa_first_column + tc->tmem.sfa_columns, "%s",
+                 what);
     /* TMEM within capacity and allocatable. */
     cr_assert_leq(tc->tmem.used_columns, tc->tmem.allocated_columns, "%s", what);
     cr_assert_leq(tc->tmem.allocated_columns, (int)a->tmem_columns, "%s", what);
