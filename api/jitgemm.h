@@ -224,7 +224,9 @@ JIT_EXTERN size_t jit_scale_tile_offset(int64_t row, int64_t kblock, int64_t n_k
 /* Bytes of a tiled scale array for `rows` rows and `n_kblocks` scales per row. */
 JIT_EXTERN size_t jit_scale_tile_bytes(int64_t rows, int64_t n_kblocks);
 /* Convert row-major scales src[rows][n_kblocks] to the tiled layout in dst (jit_scale_tile_bytes
- * bytes; padding is filled with `pad`). */
+ * bytes). The padded scales of real rows (K blocks n_kblocks .. a multiple of 4) are always
+ * 0x00, a finite scale in every format: the kernel reads them with zero data, and a NaN pad
+ * would make 0 x NaN. Rows past `rows` are filled with `pad`. */
 JIT_EXTERN void jit_scale_to_tiled(const uint8_t *src, int64_t rows, int64_t n_kblocks, uint8_t pad,
                                    uint8_t *dst);
 

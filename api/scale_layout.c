@@ -28,10 +28,18 @@ void jit_scale_to_tiled(const uint8_t *src, int64_t rows, int64_t n_kblocks, uin
     size_t bytes = jit_scale_tile_bytes(rows, n_kblocks);
     if (!src || !dst || bytes == 0)
         return;
-    /* Pad bytes are scales of rows or K blocks that do not exist. A caller picks the value:
-     * UE8M0 0x00 is 2^-127, not zero, so padding K *data* must be zero either way. */
+    /* Pad bytes are scales of rows or K blocks that do not exist. Rows past `rows` take the
+     * caller's value: their products land in output rows or columns that are never stored.
+     * The K-block pads of a real row do not: the kernel reads whole 4-block chunks, so with a
+     * K that ends inside a chunk it multiplies these pads with the zeros TMA fills past K, and
+     * a NaN pad (0xFF in UE8M0 and UE5M3) would turn the whole row into NaN. They are 0x00,
+     * finite in every scale format (UE8M0 2^-127, UE4M3 and UE5M3 zero), so they add 0. */
     memset(dst, pad, bytes);
-    for (int64_t r = 0; r < rows; r++)
+    int64_t padded_kblocks = (n_kblocks + 3) / 4 * 4;
+    for (int64_t r = 0; r < rows; r++) {
         for (int64_t c = 0; c < n_kblocks; c++)
             dst[jit_scale_tile_offset(r, c, n_kblocks)] = src[r * n_kblocks + c];
+        for (int64_t c = n_kblocks; c < padded_kblocks; c++)
+            dst[jit_scale_tile_offset(r, c, n_kblocks)] = 0x00;
+    }
 }

@@ -103,10 +103,17 @@ static void run_job(job_t *j) {
     char *src = NULL;
     j->gen_status = jit__generate(&j->plan, &key, &src, &d);
     if (j->gen_status != JIT_OK) {
-        if (j->gen_status == JIT_TOOLCHAIN_NOT_FOUND)
+        if (j->gen_status == JIT_TOOLCHAIN_NOT_FOUND && strstr(d.msg, "exclusive"))
             snprintf(j->error, sizeof(j->error),
                      "fallback refused: %d TMEM columns need tcgen05.alloc.exclusive (PTX 9.4)",
                      jit__tc_of(&j->plan)->tmem.allocated_columns);
+        else if (j->gen_status == JIT_TOOLCHAIN_NOT_FOUND && strstr(d.msg, "K="))
+            snprintf(
+                j->error, sizeof(j->error),
+                "fallback refused: an sm_100f cubin runs K=%d MMAs, the plan's idesc asks "
+                "K=%d",
+                jit__tc_instr_k(jit__arch_find(j->arch->check_target), jit__tc_of(&j->plan)->kind),
+                jit__tc_of(&j->plan)->instr_k);
         else
             first_line(j->error, sizeof(j->error), d.msg);
         jit__diag_clear(&d);
@@ -259,7 +266,8 @@ int main(int argc, char **argv) {
             continue;
         }
         printf(" %d | %u | %d/%d |", j->plan.stages, j->plan.smem_bytes,
-               jit__tc_of(&j->plan)->tmem.used_columns, jit__tc_of(&j->plan)->tmem.allocated_columns);
+               jit__tc_of(&j->plan)->tmem.used_columns,
+               jit__tc_of(&j->plan)->tmem.allocated_columns);
         if (!j->compiled) {
             if (j->generated || !j->tc) {
                 failed += j->generated;

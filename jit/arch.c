@@ -17,6 +17,7 @@ static const jit__arch_profile_t k_profiles[] = {
         .default_sm_count = 132,
         .smem_per_sm = 228 * 1024,
         .smem_per_cta = 232448,
+        .smem_reserved_per_cta = 1024,
         .has_wgmma = 1,
         .ptx_version = "8.0",
         .native_target = "sm_90a",
@@ -28,10 +29,12 @@ static const jit__arch_profile_t k_profiles[] = {
         .default_sm_count = 148,
         .smem_per_sm = 228 * 1024,
         .smem_per_cta = 232448,
+        .smem_reserved_per_cta = 1024,
         .tmem_columns = 512,
         .has_tcgen05 = 1,
-        .instr_k_bytes_fp4 = 32, /* K=64 FP4 */
-        .instr_k_bytes_fp8 = 32, /* K=32 FP8; unpacked FP4 in mixed */
+        .smem_desc_addr_bits = 14, /* addresses below 256 KiB */
+        .instr_k_bytes_fp4 = 32,   /* K=64 FP4 */
+        .instr_k_bytes_fp8 = 32,   /* K=32 FP8; unpacked FP4 in mixed */
         .ptx_version = "8.7",
         .native_target = "sm_100a",
     },
@@ -44,8 +47,10 @@ static const jit__arch_profile_t k_profiles[] = {
         .default_sm_count = 148,
         .smem_per_sm = 228 * 1024,
         .smem_per_cta = 232448,
+        .smem_reserved_per_cta = 1024,
         .tmem_columns = 512,
         .has_tcgen05 = 1,
+        .smem_desc_addr_bits = 14, /* addresses below 256 KiB */
         .instr_k_bytes_fp4 = 32,
         .instr_k_bytes_fp8 = 32,
         .ptx_version = "8.8",
@@ -58,10 +63,12 @@ static const jit__arch_profile_t k_profiles[] = {
         .default_sm_count = 148,
         .smem_per_sm = 328 * 1024,
         .smem_per_cta = 334848,
+        .smem_reserved_per_cta = 1024,
         .tmem_columns = 576,
         .has_tcgen05 = 1,
-        .instr_k_bytes_fp4 = 64, /* K=128 FP4, idesc bit 3 */
-        .instr_k_bytes_fp8 = 64, /* K=64 FP8 and mixed, idesc bit 31 */
+        .smem_desc_addr_bits = 15, /* below 512 KiB: all of its 328 KiB */
+        .instr_k_bytes_fp4 = 64,   /* K=128 FP4, idesc bit 3 */
+        .instr_k_bytes_fp8 = 64,   /* K=64 FP8 and mixed, idesc bit 31 */
         .packed_fp4_in_mixed = 1,
         .has_ue5m3 = 1,
         .cp_async_cg_limit = 248 * 1024,
@@ -78,6 +85,7 @@ static const jit__arch_profile_t k_profiles[] = {
         .default_sm_count = 170,
         .smem_per_sm = 100 * 1024,
         .smem_per_cta = 101376,
+        .smem_reserved_per_cta = 1024,
         .ptx_version = "8.7",
         .native_target = "sm_120a",
     },

@@ -734,3 +734,45 @@ Test(blockscaled_ref, linear_swiglu_by_hand) {
               mag[0], want_mag0);
     cr_expect_eq(mag[3], 0.0, "mag[3] = %g", mag[3]);
 }
+
+/*
+ * Issue 10, finding 4 (pad). The kernel reads scales in whole 4-block chunks and TMA fills data
+ * past K with zeros, so for a K that ends inside a chunk it multiplies the chunk's pad scales
+ * with zero data. The reference run over K rounded up to whole chunks, with zero data there and
+ * the tiled scales jit_scale_to_tiled made (even when asked for the NaN pad 0xFF), must equal
+ * the reference over K: the pad inside a valid row must be a finite scale (0 x pad = 0).
+ */
+Test(blockscaled_ref, chunk_padding_of_scales_adds_zero) {
+    const int64_t m = 3, n = 5, k = 5 * 32, kpad = 8 * 32, nkb = 5;
+    uint8_t *a = operand(JIT_DTYPE_E4M3, m, kpad), *b = operand(JIT_DTYPE_E4M3, n, kpad);
+    memset(a, 0, (size_t)(m * kpad));
+    memset(b, 0, (size_t)(n * kpad));
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t q = 0; q < k; q++)
+            put(JIT_DTYPE_E4M3, a, kpad, r, q, 0x38); /* E4M3 1.0 */
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t q = 0; q < k; q++)
+            put(JIT_DTYPE_E4M3, b, kpad, r, q, 0x38);
+    uint8_t sa[3 * 5], sb[5 * 5];
+    memset(sa, 0x7F, sizeof(sa)); /* UE8M0 1.0 */
+    memset(sb, 0x7F, sizeof(sb));
+    uint8_t *sfa = malloc(jit_scale_tile_bytes(m, nkb)),
+            *sfb = malloc(jit_scale_tile_bytes(n, nkb));
+    jit_scale_to_tiled(sa, m, nkb, 0xFF, sfa);
+    jit_scale_to_tiled(sb, n, nkb, 0xFF, sfb);
+    double want[15], got[15], mag[15];
+    jit__gemm_spec_t s =
+        spec_of(JIT_DTYPE_E4M3, JIT_DTYPE_E4M3, JIT_SCALE_UE8M0_32, n, k, JIT_EPILOGUE_LINEAR);
+    jit__ref_blockscaled(&s, m, a, kpad, b, kpad, sfa, sfb, NULL, 0, 1.0f, want, mag);
+    s.k = kpad; /* the kernel's view: 8 blocks, the last 3 all padding */
+    jit__ref_blockscaled(&s, m, a, kpad, b, kpad, sfa, sfb, NULL, 0, 1.0f, got, mag);
+    for (int i = 0; i < m * n; i++) {
+        cr_expect_eq(want[i], 160.0, "D[%d] = %g", i, want[i]);
+        cr_expect_eq(got[i], want[i], "D[%d] over whole chunks = %g, over K = %g", i, got[i],
+                     want[i]);
+    }
+    free(sfa);
+    free(sfb);
+    free(a);
+    free(b);
+}

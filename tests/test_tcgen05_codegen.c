@@ -11,8 +11,8 @@
  *   TMEM column count) and holds no .global data; the generated source's plan constants (idesc,
  *   SMEM descriptors) equal the host encoders', it includes only the family's device files, and
  *   generation is deterministic;
- * - the sm_107a fallback (sm_100f cubin, sm_100a check) drops the PTX 9.4-only forms or is
- *   refused with a clear message;
+ * - the sm_107a fallback (sm_100f cubin, sm_100a check) is refused with a clear message: it
+ *   would run sm_100 K, and needs exclusive TMEM for more than 512 columns;
  * - the host side encodes every tensor map within the TMA rules of cuda.h (checked by a
  *   recording driver table), the boxes add up to the plan's expect_tx bytes, and the launch
  *   carries the preferred and fallback cluster shapes with a floor-divided grid.
@@ -248,13 +248,27 @@ static void check_spellings(const jit__plan_t *plan, const char *src, const char
     snprintf(want, sizeof(want), "    IDESC = 0x%08Xu,", idesc);
     cr_assert(strstr(src, want), "missing %s", want);
     snprintf(want, sizeof(want), "    A_DESC_HI = 0x%016llXull,",
-             (unsigned long long)jit__tc_smem_desc(0, tc->a.lbo, tc->a.sbo, tc->a.swizzle, 0));
+             (unsigned long long)jit__tc_smem_desc(jit__tc_smem_desc_addr_bits(plan->arch), 0,
+                                                   tc->a.lbo, tc->a.sbo, tc->a.swizzle, 0));
     cr_assert(strstr(src, want), "missing %s", want);
     snprintf(want, sizeof(want), "    B_DESC_HI = 0x%016llXull,",
-             (unsigned long long)jit__tc_smem_desc(0, tc->b.lbo, tc->b.sbo, tc->b.swizzle, 0));
+             (unsigned long long)jit__tc_smem_desc(jit__tc_smem_desc_addr_bits(plan->arch), 0,
+                                                   tc->b.lbo, tc->b.sbo, tc->b.swizzle, 0));
     cr_assert(strstr(src, want), "missing %s", want);
+    /* Descriptors take the absolute address in the arch's field width, and the kernel traps
+     * at start if its last operand stage would not fit it (issue 10, finding 1). */
+    snprintf(want, sizeof(want), "    DESC_ADDR_MASK = %u,",
+             (1u << jit__tc_smem_desc_addr_bits(plan->arch)) - 1u);
+    cr_assert(strstr(src, want), "missing %s", want);
+    snprintf(want, sizeof(want), "    OPERAND_END = %u,", tc->smem.operand_end);
+    cr_assert(strstr(src, want), "missing %s", want);
+    cr_assert(
+        strstr(device_text("tcgen05/device/kernel.cuh"),
+               "if (c.smem + P::OPERAND_END > P::DESC_ADDR_LIMIT)\n            device_trap();"));
     /* The SF IDs are masked before and after the shift (trap: sign extension). */
     const char *mma = device_text("tcgen05/device/mma.cuh");
+    cr_assert(strstr(mma, "return hi | (u64)((addr >> 4) & P::DESC_ADDR_MASK);"));
+    cr_assert(!strstr(mma, "0x3FFFF"));
     cr_assert(strstr(mma, "(((sfa_tmem & 0xC0000000u) >> 30) << 29)"));
     cr_assert(strstr(mma, "(((sfb_tmem & 0xC0000000u) >> 30) << 4)"));
 
@@ -387,33 +401,21 @@ Test(codegen_tc, no_global_data_in_the_ptx, .timeout = 300) {
 
 /* ---- the sm_107a fallback ---------------------------------------------------------------- */
 
-Test(codegen_tc, sm_107a_fallback_builds_without_ptx_9_4_forms, .timeout = 300) {
-    const jit__toolchain_t *tc = pre_rubin_toolchain();
-    const jit__arch_profile_t *ap = arch("sm_107a");
-    /* B-reuse at N 64 fits in 512 columns, so only the collector hints are 9.4-only. */
+/* The sm_107a B-reuse plan's native build keeps its PTX 9.4 collector hints. (Its fallback build
+ * is refused: see sm_107a_fallback_refuses_widened_k.) */
+Test(codegen_tc, sm_107a_native_breuse_keeps_collector_hints, .timeout = 300) {
     jit__plan_t plan;
     plan_of("sm_107a", NVFP4, 2, 64, 1, JIT_EPILOGUE_LINEAR, &plan);
-    cr_assert_leq(jit__tc_of(&plan)->tmem.allocated_columns, 512);
-    char *fb = generate(&plan, &tc->id, ap->fallback_target, 1);
-    char *fb_ptx = ptx_of(tc, fb, ap->fallback_target);
-    /* check_spellings counts both MMAs of every K-block: the fallback keeps them. */
-    check_spellings(&plan, fb, fb_ptx, 0);
-    cr_assert_null(strstr(fb_ptx, ".exclusive"));
-    free(fb_ptx);
-    free(fb);
-    /* The native form needs PTX 9.4 (NVRTC 13.4+) for its collector hints. */
     const jit__toolchain_t *rt = NULL;
     jit__diag_t d;
     jit__diag_init(&d);
-    if (jit__toolchain_get(NULL, &rt, &d) == JIT_OK && jit__toolchain_supports(rt, 107)) {
-        char *native = generate(&plan, &rt->id, "sm_107a", 0);
-        char *native_ptx = ptx_of(rt, native, "sm_107a");
-        check_spellings(&plan, native, native_ptx, 1);
-        free(native_ptx);
-        free(native);
-    }
-    compile_checked(tc, &plan, ap->fallback_target, 1, "sm_107a B-reuse N64, fallback cubin");
-    compile_checked(tc, &plan, ap->check_target, 1, "sm_107a B-reuse N64, sm_100a check");
+    if (jit__toolchain_get(NULL, &rt, &d) != JIT_OK || !jit__toolchain_supports(rt, 107))
+        cr_skip("no NVRTC that targets sm_107a; run scripts/setup.sh");
+    char *native = generate(&plan, &rt->id, "sm_107a", 0);
+    char *native_ptx = ptx_of(rt, native, "sm_107a");
+    check_spellings(&plan, native, native_ptx, 1);
+    free(native_ptx);
+    free(native);
 }
 
 Test(codegen_tc, sm_107a_fallback_refuses_a_576_column_plan) {
@@ -430,6 +432,39 @@ Test(codegen_tc, sm_107a_fallback_refuses_a_576_column_plan) {
     cr_assert(strstr(d.msg, "576 TMEM columns") && strstr(d.msg, "exclusive") &&
                   strstr(d.msg, "13.4"),
               "%s", d.msg);
+}
+
+/* Issue 10, finding 2: an sm_100f cubin runs sm_100 MMA semantics (the scale-vector mode and K
+ * are in the opcode: UTCOMMA.4X, K=64 FP4), while an sm_107a plan's descriptor asks for its
+ * widened K (128 FP4, 64 mxf8f6f4). Every block-scaled sm_107a plan is refused for the fallback
+ * build, with a message that says why and what to install, even where TMEM would fit. */
+Test(codegen_tc, sm_107a_fallback_refuses_widened_k) {
+    const struct {
+        fmt_t f;
+        int cta_group, tile_n;
+    } rows[] = {{NVFP4, 1, 128}, {MXFP4, 2, 64}, {MIXED, 1, 64}, {MXFP8, 2, 192}};
+    jit__toolchain_id_t old = {13, 0, 13, 0};
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        jit__plan_t plan;
+        plan_of("sm_107a", rows[i].f, rows[i].cta_group, rows[i].tile_n, -1, JIT_EPILOGUE_LINEAR,
+                &plan);
+        cr_assert_leq(jit__tc_of(&plan)->tmem.allocated_columns, 512);
+        jit__key_t key;
+        jit__key_make(&plan, &old, "sm_100f", 1, &key);
+        char *src = (char *)"untouched";
+        jit__diag_t d;
+        jit__diag_init(&d);
+        cr_assert_eq(jit__generate(&plan, &key, &src, &d), JIT_TOOLCHAIN_NOT_FOUND, "%s",
+                     rows[i].f.name);
+        cr_assert_null(src);
+        cr_assert(strstr(d.msg, "sm_100f") && strstr(d.msg, "K=") && strstr(d.msg, "13.4"), "%s",
+                  d.msg);
+        /* The native build of the same plan is unaffected. */
+        jit__key_make(&plan, &old, "sm_107a", 0, &key);
+        jit__diag_init(&d);
+        cr_assert_eq(jit__generate(&plan, &key, &src, &d), JIT_OK, "%s", d.msg);
+        free(src);
+    }
 }
 
 /* ---- source properties ------------------------------------------------------------------- */
@@ -807,4 +842,46 @@ Test(codegen_tc, single_cluster_shape_launch) {
     cr_assert_eq(attrs[0].id, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
     cr_assert_eq(cfg.gridDimZ, 148);
     cr_assert_eq(dims.token_slots, 0u);
+}
+
+/* Issue 10, finding 3. The epilogue waits `cp.async.bulk.wait_group.read C_STAGES-1` before it
+ * writes C stage cs % C_STAGES: that guarantees that every store but the newest has finished
+ * reading, so it protects the stage only if the newest store went to a different stage, i.e.
+ * if cs counts stores. A model of the sequence: each sub-tile is live (stored) or skipped (rows
+ * past M); `advance_on_skip` is the old rule. Returns 1 if some live sub-tile writes a stage
+ * whose store may still be reading. */
+static int c_stage_hazard(const int *live, int n, int c_stages, int advance_on_skip) {
+    int cs = 0, last_store_stage = -1;
+    for (int i = 0; i < n; i++) {
+        if (live[i]) {
+            /* After wait_group.read(c_stages - 1) only the newest store may still read. */
+            if (cs % c_stages == last_store_stage)
+                return 1;
+            last_store_stage = cs % c_stages;
+            cs++;
+        } else if (advance_on_skip) {
+            cs++;
+        }
+    }
+    return 0;
+}
+
+Test(tc_codegen, epilogue_c_stage_advances_only_on_a_store) {
+    /* Tile N 192 (3 sub-tiles of 64) with B-reuse: M-half 0 live, M-half 1 past M, then the
+     * next tile live: live, live, live, skip, skip, skip, live, ... */
+    const int seq[] = {1, 1, 1, 0, 0, 0, 1, 1, 1};
+    cr_expect_eq(c_stage_hazard(seq, 9, 2, 1), 1, "the old rule reuses a stage still read");
+    cr_expect_eq(c_stage_hazard(seq, 9, 2, 0), 0);
+    const int odd[] = {1, 0, 1};
+    cr_expect_eq(c_stage_hazard(odd, 3, 2, 1), 1);
+    cr_expect_eq(c_stage_hazard(odd, 3, 2, 0), 0);
+    /* The device code follows the store-counting rule: the sub-tile loop does not advance cs,
+     * the store block does, right after its commit. */
+    const char *epi = device_text("tcgen05/device/epilogue.cuh");
+    cr_assert(!strstr(epi, "++j, ++cs)"), "the C stage index advances on skipped sub-tiles");
+    const char *commit = strstr(epi, "sm100::bulk_commit();");
+    cr_assert(commit);
+    const char *adv = strstr(commit, "++cs;");
+    cr_assert(adv && adv - commit < 600, "cs must advance with the store it belongs to");
+    cr_assert(strstr(epi, "sm100::bulk_wait_read<P::C_STAGES - 1>();"));
 }

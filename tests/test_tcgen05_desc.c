@@ -267,21 +267,21 @@ Test(tc_idesc, runtime_n_rejects_empty_tiles) {
 
 Test(tc_smem_desc, worked_examples) {
     /* SW128 K-major tile at 0x1000, SBO 1024, LBO 16 (unused). */
-    uint64_t v = jit__tc_smem_desc(0x1000, 16, 1024, JIT_TC_SWIZZLE_128B, 0);
+    uint64_t v = jit__tc_smem_desc(14, 0x1000, 16, 1024, JIT_TC_SWIZZLE_128B, 0);
     cr_expect_eq(v, 0x4000404000010100ull);
-    cr_expect_eq(jit__tc_smem_desc_advance(v, 64), 0x4000404000010104ull);
+    cr_expect_eq(jit__tc_smem_desc_advance(14, v, 64), 0x4000404000010104ull);
     /* sm_107a 2x K: instruction 1 of a tile starts 64 B further; four 32 B steps on sm_100a. */
-    cr_expect_eq(jit__tc_smem_desc_advance(v, 32), 0x4000404000010102ull);
+    cr_expect_eq(jit__tc_smem_desc_advance(14, v, 32), 0x4000404000010102ull);
     /* UTCCP source for one 512-byte SF chunk at 0x2000: no swizzle, LBO = SBO = 128. */
-    cr_expect_eq(jit__tc_smem_desc(0x2000, 128, 128, JIT_TC_SWIZZLE_NONE, 0),
+    cr_expect_eq(jit__tc_smem_desc(14, 0x2000, 128, 128, JIT_TC_SWIZZLE_NONE, 0),
                  0x0000400800080200ull);
     /* SW64 (sm_107a packed FP4 in mixed, tile K=128): SBO 512, code 4 at 61-63. */
-    uint64_t w = jit__tc_smem_desc(0x8200, 16, 512, JIT_TC_SWIZZLE_64B, 0);
+    uint64_t w = jit__tc_smem_desc(14, 0x8200, 16, 512, JIT_TC_SWIZZLE_64B, 0);
     cr_expect_eq(w >> 61, 4u);
     cr_expect_eq((w >> 32) & 0x3FFFu, 32u);
     cr_expect_eq(w & 0x3FFFu, 0x820u);
     jit__tc_smem_desc_fields_t f;
-    jit__tc_smem_desc_decode(w, &f);
+    jit__tc_smem_desc_decode(14, w, &f);
     cr_expect_eq(f.start_addr, 0x8200u);
     cr_expect_eq(f.sbo, 512u);
     cr_expect_eq(f.lbo, 16u);
@@ -290,23 +290,59 @@ Test(tc_smem_desc, worked_examples) {
     cr_expect_eq(f.base_offset, 0u);
     cr_expect_eq(f.lbo_mode, 0u);
     /* Base offset lands at 49-51. */
-    cr_expect_eq((jit__tc_smem_desc(0x1080, 16, 1024, JIT_TC_SWIZZLE_128B, 1) >> 49) & 7u, 1u);
+    cr_expect_eq((jit__tc_smem_desc(14, 0x1080, 16, 1024, JIT_TC_SWIZZLE_128B, 1) >> 49) & 7u, 1u);
 }
 
 Test(tc_smem_desc, check_rejects_unrepresentable_inputs) {
-    cr_expect_eq(jit__tc_smem_desc_check(0x1000, 16, 1024, JIT_TC_SWIZZLE_128B, 0, NULL), JIT_OK);
-    cr_expect_eq(jit__tc_smem_desc_check(0x8200, 16, 512, JIT_TC_SWIZZLE_64B, 0, NULL), JIT_OK);
-    /* A SW128 tile 512 bytes off its repeat (hardware-facts.md F11: an SF chunk before it). */
-    cr_expect_neq(jit__tc_smem_desc_check(0x1200, 16, 1024, JIT_TC_SWIZZLE_128B, 0, NULL), JIT_OK);
+    cr_expect_eq(jit__tc_smem_desc_check(14, 0x1000, 16, 1024, JIT_TC_SWIZZLE_128B, 0, NULL),
+                 JIT_OK);
+    cr_expect_eq(jit__tc_smem_desc_check(14, 0x8200, 16, 512, JIT_TC_SWIZZLE_64B, 0, NULL), JIT_OK);
+    /* A SW128 tile 512 bytes off its repeat (hardware-facts.md F11: an SF chunk placed before it). */
+    cr_expect_neq(jit__tc_smem_desc_check(14, 0x1200, 16, 1024, JIT_TC_SWIZZLE_128B, 0, NULL),
+                  JIT_OK);
     /* ... which is legal for SW64. */
-    cr_expect_eq(jit__tc_smem_desc_check(0x1200, 16, 512, JIT_TC_SWIZZLE_64B, 0, NULL), JIT_OK);
+    cr_expect_eq(jit__tc_smem_desc_check(14, 0x1200, 16, 512, JIT_TC_SWIZZLE_64B, 0, NULL), JIT_OK);
     /* At or above 256 KiB the 14-bit start field wraps (hardware-facts.md F11). */
-    cr_expect_neq(jit__tc_smem_desc_check(0x40000, 16, 1024, JIT_TC_SWIZZLE_128B, 0, NULL), JIT_OK);
-    cr_expect_eq(jit__tc_smem_desc(0x41000, 16, 1024, JIT_TC_SWIZZLE_128B, 0),
-                 jit__tc_smem_desc(0x01000, 16, 1024, JIT_TC_SWIZZLE_128B, 0));
-    cr_expect_neq(jit__tc_smem_desc_check(0x1008, 16, 1024, JIT_TC_SWIZZLE_128B, 0, NULL), JIT_OK);
-    cr_expect_neq(jit__tc_smem_desc_check(0x1000, 16, 1024, (jit__tc_swizzle_t)3, 0, NULL), JIT_OK);
-    cr_expect_neq(jit__tc_smem_desc_check(0x1000, 16, 1024, JIT_TC_SWIZZLE_128B, 8, NULL), JIT_OK);
+    cr_expect_neq(jit__tc_smem_desc_check(14, 0x40000, 16, 1024, JIT_TC_SWIZZLE_128B, 0, NULL),
+                  JIT_OK);
+    cr_expect_eq(jit__tc_smem_desc(14, 0x41000, 16, 1024, JIT_TC_SWIZZLE_128B, 0),
+                 jit__tc_smem_desc(14, 0x01000, 16, 1024, JIT_TC_SWIZZLE_128B, 0));
+    /* sm_107a's field has a 15th bit: 0x40000 is representable there, 0x80000 is not. */
+    cr_expect_eq(jit__tc_smem_desc_check(15, 0x40000, 16, 1024, JIT_TC_SWIZZLE_128B, 0, NULL),
+                 JIT_OK);
+    cr_expect_neq(jit__tc_smem_desc_check(15, 0x80000, 16, 1024, JIT_TC_SWIZZLE_128B, 0, NULL),
+                  JIT_OK);
+    cr_expect_neq(jit__tc_smem_desc_check(14, 0x1008, 16, 1024, JIT_TC_SWIZZLE_128B, 0, NULL),
+                  JIT_OK);
+    cr_expect_neq(jit__tc_smem_desc_check(14, 0x1000, 16, 1024, (jit__tc_swizzle_t)3, 0, NULL),
+                  JIT_OK);
+    cr_expect_neq(jit__tc_smem_desc_check(14, 0x1000, 16, 1024, JIT_TC_SWIZZLE_128B, 8, NULL),
+                  JIT_OK);
+}
+
+/* Issue 10, finding 1: the field holds the absolute address. The sm_107a mixed FP8 x FP4 plan's
+ * last SFB stage at offset 251904 + 9 * 1024 sits at absolute 0x3FC00 + 0x400 = 0x40000: 0 in
+ * a 14-bit field, 0x4000 in sm_107a's 15-bit field (mask 0x7FFF on addr >> 4). */
+Test(tc_smem_desc, start_field_width_per_arch) {
+    cr_expect_eq(jit__tc_smem_desc_addr_bits(jit__arch_find("sm_100a")), 14);
+    cr_expect_eq(jit__tc_smem_desc_addr_bits(jit__arch_find("sm_103a")), 14);
+    cr_expect_eq(jit__tc_smem_desc_addr_bits(jit__arch_find("sm_107a")), 15);
+    cr_expect_eq(jit__tc_smem_desc_addr_limit(jit__arch_find("sm_100a")), 256u * 1024u);
+    cr_expect_eq(jit__tc_smem_desc_addr_limit(jit__arch_find("sm_107a")), 512u * 1024u);
+    /* Every Rubin address (reserved KiB + 327 KiB) fits the 15-bit field. */
+    const jit__arch_profile_t *r = jit__arch_find("sm_107a");
+    cr_expect_leq(r->smem_reserved_per_cta + r->smem_per_cta, jit__tc_smem_desc_addr_limit(r));
+    uint32_t abs = 1024u + 251904u + 9u * 1024u;
+    cr_expect_eq(abs, 0x40000u);
+    cr_expect_eq(jit__tc_smem_desc(14, abs, 128, 128, JIT_TC_SWIZZLE_NONE, 0) & 0x7FFFu, 0u);
+    cr_expect_eq(jit__tc_smem_desc(15, abs, 128, 128, JIT_TC_SWIZZLE_NONE, 0) & 0x7FFFu, 0x4000u);
+    /* The 15th bit is bit 14 of the descriptor and does not touch LBO (bits 16-29). */
+    jit__tc_smem_desc_fields_t f;
+    jit__tc_smem_desc_decode(15, jit__tc_smem_desc(15, 0x4FC00, 16, 1024, JIT_TC_SWIZZLE_128B, 0),
+                             &f);
+    cr_expect_eq(f.start_addr, 0x4FC00u);
+    cr_expect_eq(f.lbo, 16u);
+    cr_expect_eq(f.sbo, 1024u);
 }
 
 Test(tc_smem_desc, swizzle_repeats) {

@@ -92,25 +92,34 @@ Test(tc_tmem, two_disjoint_stages_fit_576_at_n256) {
 }
 
 Test(tc_tmem, overlapping_stages_on_512_columns) {
-    /* sm_100a: stage 1 at 256 - 48 = 208, sharing 208-255; stage 0 drained in reverse and
-     * released after the sub-tiles that cover the shared columns. */
+    /* sm_100a: the 48 scale columns rounded up to one 64-column epilogue sub-tile, so stage 1
+     * starts at 256 - 64 = 192 (CUTLASS's overlapping layout), sharing 192-255; stage 0 is
+     * drained in reverse and released after the sub-tile that covers the shared columns; the
+     * scales start at 448, SFB right after SFA. */
     jit__tc_tmem_plan_t t;
     cr_assert_eq(jit__tc_tmem_plan(512, 256, 1, 2, 16, 32, 1, 64, &t, NULL), JIT_OK);
     cr_expect_eq(t.overlap, 1);
     cr_expect_eq(t.acc[0].first_column, 0);
-    cr_expect_eq(t.acc[1].first_column, 208);
-    cr_expect_eq(t.overlap_columns, 48);
+    cr_expect_eq(t.acc[1].first_column, 192);
+    cr_expect_eq(t.overlap_columns, 64);
     cr_expect_eq(t.reverse_traversal, 1);
-    cr_expect_eq(t.early_release_column, 208);
-    cr_expect_eq(t.early_release_subtile, 0); /* one 64-column sub-tile covers 48 columns */
-    cr_expect_eq(t.sfa_first_column, 464);
-    cr_expect_eq(t.used_columns, 512);
+    cr_expect_eq(t.early_release_column, 192);
+    cr_expect_eq(t.early_release_subtile, 0); /* one 64-column sub-tile */
+    cr_expect_eq(t.sfa_first_column, 448);
+    cr_expect_eq(t.sfb_first_column, 464);
+    cr_expect_eq(t.used_columns, 496);
     cr_expect_eq(t.allocated_columns, 512);
+    /* FP32 out, 32-column sub-tiles: 48 -> 64 columns, two sub-tiles before the release. */
     cr_assert_eq(jit__tc_tmem_plan(512, 256, 1, 2, 16, 32, 1, 32, &t, NULL), JIT_OK);
-    cr_expect_eq(t.early_release_subtile, 1); /* two 32-column sub-tiles */
-    /* vec32: stride 232. */
+    cr_expect_eq(t.acc[1].first_column, 192);
+    cr_expect_eq(t.early_release_subtile, 1);
+    /* vec32: 24 scale columns -> one sub-tile; before the fix stage 1 sat at 232. */
     cr_assert_eq(jit__tc_tmem_plan(512, 256, 1, 2, 8, 16, 1, 64, &t, NULL), JIT_OK);
-    cr_expect_eq(t.acc[1].first_column, 232);
+    cr_expect_eq(t.acc[1].first_column, 192);
+    cr_expect_eq(t.sfa_first_column, 448);
+    cr_assert_eq(jit__tc_tmem_plan(512, 256, 1, 2, 8, 16, 1, 32, &t, NULL), JIT_OK);
+    cr_expect_eq(t.acc[1].first_column, 224);
+    cr_expect_eq(t.sfa_first_column, 480);
     /* Without permission to overlap, 560 columns on a 512-column arch are refused. */
     jit__diag_t d;
     jit__diag_init(&d);
@@ -194,12 +203,12 @@ Test(tc_smem, nvfp4_2cta_example_with_real_capacities) {
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_107a", 3, 2, 256, -1, &p);
     cr_expect_eq(jit__tc_of(&p)->smem.per_stage_bytes, 38912u);
     cr_expect_eq(jit__tc_stage_count(334848, 1024, 32768, 38912), 7);
-    /* The 7th stage would put operands past 256 KiB, which the descriptor's 14-bit address
-     * cannot reach (hardware-facts.md F11): the plan keeps 6 and says why. */
-    cr_expect_eq(p.stages, 6);
-    cr_expect_eq(jit__tc_of(&p)->smem.stage_limit, JIT_TC_STAGES_BY_OPERAND_256K);
-    cr_expect_leq(jit__tc_of(&p)->smem.operand_end, 256u * 1024u);
-    cr_expect_gt(jit__tc_of(&p)->smem.operand_end + 38912u, 256u * 1024u);
+    /* sm_107a's descriptor start field has 15 bits (512 KiB), so operands may use the whole
+     * 327 KiB and capacity alone bounds the stages: 7. (With the 14-bit field of sm_100a the
+     * 7th stage would end past 256 KiB and the plan would keep 6.) */
+    cr_expect_eq(p.stages, 7);
+    cr_expect_eq(jit__tc_of(&p)->smem.stage_limit, JIT_TC_STAGES_BY_SMEM);
+    cr_expect_gt(1024u + jit__tc_of(&p)->smem.operand_end, 256u * 1024u);
     cr_expect_leq(p.smem_bytes, 334848u);
 }
 
@@ -224,11 +233,22 @@ Test(tc_smem, check_catches_bad_layouts) {
     bad = m;
     bad.buffers[1].offset = 32768;
     cr_expect_eq(jit__tc_smem_check(&bad, arch("sm_100a"), NULL), JIT_PLAN_FAILED);
-    /* An MMA operand past 256 KiB (sm_107a has the room, the descriptor does not). */
+    /* An MMA operand whose offset ends below 256 KiB but whose absolute address (after the
+     * 1 KiB reserved block) does not: the 14-bit field of sm_100a would wrap it to 0 (issue 10,
+     * finding 1). The capacity is lifted so that only the descriptor range can object. */
+    jit__arch_profile_t wide = *arch("sm_100a");
+    wide.smem_per_cta = 300 * 1024;
     bad = m;
     bad.bytes = 300 * 1024;
+    bad.buffers[1].offset = 262144 - 1024;
+    jit__diag_init(&d);
+    cr_expect_eq(jit__tc_smem_check(&bad, &wide, &d), JIT_PLAN_FAILED);
+    cr_expect(strstr(d.msg, "absolute address 263168") != NULL, "%s", d.msg);
+    /* ... and fine one KiB lower, and on sm_107a, whose 15-bit field reaches 512 KiB. */
+    bad.buffers[1].offset = 262144 - 2048;
+    cr_expect_eq(jit__tc_smem_check(&bad, &wide, NULL), JIT_OK);
     bad.buffers[1].offset = 262144 - 512;
-    cr_expect_eq(jit__tc_smem_check(&bad, arch("sm_107a"), NULL), JIT_PLAN_FAILED);
+    cr_expect_eq(jit__tc_smem_check(&bad, arch("sm_107a"), NULL), JIT_OK);
     /* A cp.async.cg destination past 248 KiB on sm_107a; the same buffer as a TMA target and
      * no MMA operand is fine there. */
     bad = m;
@@ -435,7 +455,7 @@ Test(tc_plan, breuse_on_sm107a_large_band) {
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_100a", 4, 0, 0, 0, &p);
     cr_expect_eq(jit__tc_of(&p)->breuse, 0);
     cr_expect_eq(jit__tc_of(&p)->tmem.overlap, 1);
-    cr_expect_eq(jit__tc_of(&p)->tmem.acc[1].first_column, 208);
+    cr_expect_eq(jit__tc_of(&p)->tmem.acc[1].first_column, 192); /* 256 - one 64-column sub-tile */
     /* Forced B-reuse at tile N 128 keeps two accumulator stages: 2 x 2 x 128 + 32 + 16. */
     plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_107a", 4, 2, 128, 1, &p);
     cr_expect_eq(jit__tc_of(&p)->tmem.acc_stages, 2);
@@ -550,7 +570,8 @@ static void check_invariants(const jit__plan_t *p, const char *what) {
     jit__diag_t d;
     jit__diag_init(&d);
     cr_assert_eq(jit__tc_smem_check(&tc->smem, a, &d), JIT_OK, "%s: %s", what, d.msg);
-    cr_assert_leq(tc->smem.operand_end, 256u * 1024u, "%s", what);
+    cr_assert_leq(a->smem_reserved_per_cta + tc->smem.operand_end, jit__tc_smem_desc_addr_limit(a),
+                  "%s", what);
     /* Every A/B stage base aligned to its swizzle repeat, and its descriptor representable. */
     const jit__tc_operand_t *ops[2] = {&tc->a, &tc->b};
     const int bufs[2] = {JIT_TC_BUF_A, JIT_TC_BUF_B};
@@ -560,13 +581,24 @@ static void check_invariants(const jit__plan_t *p, const char *what) {
         for (int s = 0; s < b->count; s++) {
             uint32_t base = b->offset + (uint32_t)s * b->stage_bytes;
             cr_assert_eq(base % ops[i]->align, 0u, "%s: %s stage %d", what, b->name, s);
-            cr_assert_eq(
-                jit__tc_smem_desc_check(base, ops[i]->lbo, ops[i]->sbo, ops[i]->swizzle, 0, NULL),
-                JIT_OK, "%s", what);
+            cr_assert_eq(jit__tc_smem_desc_check(jit__tc_smem_desc_addr_bits(a),
+                                                 a->smem_reserved_per_cta + base, ops[i]->lbo,
+                                                 ops[i]->sbo, ops[i]->swizzle, 0, NULL),
+                         JIT_OK, "%s", what);
         }
         cr_assert_leq(ops[i]->box_inner_bytes, 128u, "%s", what);
         cr_assert_leq(ops[i]->rows, 256, "%s", what);
     }
+    /* TMEM alignment (issue 10, finding 4): every accumulator stage and the scale block start
+     * on a multiple of the epilogue sub-tile (>= 32 columns), as CUTLASS's overlapping layout
+     * does (stage 1 at 256 - epilogue tile N); SFB directly follows SFA. */
+    for (int s = 0; s < tc->tmem.acc_stages; s++)
+        cr_assert_eq(tc->tmem.acc[s].first_column % tc->smem.epi_tile_n, 0, "%s: stage %d at %d",
+                     what, s, tc->tmem.acc[s].first_column);
+    cr_assert_eq(tc->tmem.sfa_first_column % tc->smem.epi_tile_n, 0, "%s: SFA at %d", what,
+                 tc->tmem.sfa_first_column);
+    cr_assert_eq(tc->tmem.sfb_first_column, tc->tmem.sfa_first_column + tc->tmem.sfa_columns, "%s",
+                 what);
     /* TMEM within capacity and allocatable. */
     cr_assert_leq(tc->tmem.used_columns, tc->tmem.allocated_columns, "%s", what);
     cr_assert_leq(tc->tmem.allocated_columns, (int)a->tmem_columns, "%s", what);
@@ -733,4 +765,63 @@ Test(tc_plan, lead_planner_routes_block_scales_here) {
     jit__diag_init(&d);
     cr_expect_eq(jit__plan_make(&s, 3, 148, arch("sm_90a"), &p, &d), JIT_UNSUPPORTED_ARCH);
     cr_expect(strstr(d.msg, "not supported on sm_90a yet") != NULL, "%s", d.msg);
+}
+
+/* ---- descriptor address range of every default plan ---------------------------------------- */
+
+/* Finding 1 of issue 10: the MMA and tcgen05.cp descriptors encode the absolute shared::cta
+ * address, and dynamic shared memory starts after a reserved block (1 KiB), so an operand
+ * stage must be representable at reserved + offset, not at offset. Every stage of every
+ * operand (A, B, SFA, SFB) of every default plan: its descriptor decodes to its own absolute
+ * address. */
+Test(tc_plan, default_plans_descriptor_addresses_are_absolute) {
+    const char *arches[] = {"sm_100a", "sm_103a", "sm_107a"};
+    const jit_dtype_t dts[] = {E4M3, E5M2, E2M1};
+    const jit_scale_mode_t fp4_scales[] = {JIT_SCALE_UE8M0_32, JIT_SCALE_UE4M3_16,
+                                           JIT_SCALE_UE5M3_16, JIT_SCALE_UE5M3_32};
+    const int64_t ns[] = {64,   128,  192,  256,  320,  512,   1024,
+                          2048, 3072, 4096, 5120, 7168, 14336, 28672};
+    int planned[3] = {0, 0, 0}, bad[3] = {0, 0, 0};
+    for (int ai = 0; ai < 3; ai++)
+        for (int x = 0; x < 3; x++)
+            for (int y = 0; y < 3; y++)
+                for (int si = 0; si < 4; si++) {
+                    if (si > 0 && !(dts[x] == E2M1 && dts[y] == E2M1))
+                        continue;
+                    for (int band = 0; band < JIT_TOKEN_BANDS; band++)
+                        for (size_t ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
+                            jit__gemm_spec_t s = spec(dts[x], dts[y], fp4_scales[si], ns[ni], 7168);
+                            jit__plan_t p;
+                            jit__diag_t d;
+                            if (plan_v(s, arches[ai], band, 148, 0, 0, 0, &p, &d) != JIT_OK)
+                                continue;
+                            planned[ai]++;
+                            const jit__tc_plan_t *tc = jit__tc_of(&p);
+                            int wraps = 0;
+                            const jit__arch_profile_t *a = p.arch;
+                            const int bits = jit__tc_smem_desc_addr_bits(a);
+                            for (int bi = JIT_TC_BUF_A; bi <= JIT_TC_BUF_SFB; bi++) {
+                                const jit__tc_smem_buffer_t *b = &tc->smem.buffers[bi];
+                                for (int st = 0; st < b->count; st++) {
+                                    uint32_t abs = a->smem_reserved_per_cta + b->offset +
+                                                   (uint32_t)st * b->stage_bytes;
+                                    jit__tc_smem_desc_fields_t f;
+                                    jit__tc_smem_desc_decode(bits,
+                                                             jit__tc_smem_desc(bits, abs, 128, 1024,
+                                                                               JIT_TC_SWIZZLE_128B,
+                                                                               0),
+                                                             &f);
+                                    if (f.start_addr != abs ||
+                                        abs + b->stage_bytes > jit__tc_smem_desc_addr_limit(a))
+                                        wraps = 1;
+                                }
+                            }
+                            bad[ai] += wraps;
+                        }
+                }
+    for (int ai = 0; ai < 3; ai++)
+        cr_expect_eq(bad[ai], 0,
+                     "%s: %d of %d default plans have an operand stage whose "
+                     "descriptor cannot hold its absolute address",
+                     arches[ai], bad[ai], planned[ai]);
 }

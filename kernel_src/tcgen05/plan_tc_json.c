@@ -60,7 +60,8 @@ static const char *stage_limit_name(jit__tc_stage_limit_t l) {
     }
 }
 
-static json_t *operand_json(const jit__tc_operand_t *op, uint32_t offset) {
+/* `addr`: the absolute shared::cta address of stage 0 (reserved block + offset). */
+static json_t *operand_json(const jit__tc_operand_t *op, int addr_bits, uint32_t addr) {
     json_t *o = json_object();
     json_object_set_new(o, "dtype", json_string(jit_dtype_name(op->dtype)));
     json_object_set_new(o, "format_code", json_integer(op->format_code));
@@ -77,8 +78,9 @@ static json_t *operand_json(const jit__tc_operand_t *op, uint32_t offset) {
     json_object_set_new(o, "align", json_integer(op->align));
     json_object_set_new(o, "k_step_bytes", json_integer(op->k_step_bytes));
     json_object_set_new(o, "multicast", json_boolean(op->multicast));
-    json_object_set_new(o, "desc_stage0",
-                        hex64(jit__tc_smem_desc(offset, op->lbo, op->sbo, op->swizzle, 0)));
+    json_object_set_new(
+        o, "desc_stage0",
+        hex64(jit__tc_smem_desc(addr_bits, addr, op->lbo, op->sbo, op->swizzle, 0)));
     return o;
 }
 
@@ -145,8 +147,12 @@ int jit__plan_tc_to_json(const jit__plan_t *plan, void *json_obj) {
 
     const jit__tc_smem_plan_t *m = &tc->smem;
     json_t *ops = json_object();
-    json_object_set_new(ops, "a", operand_json(&tc->a, m->buffers[JIT_TC_BUF_A].offset));
-    json_object_set_new(ops, "b", operand_json(&tc->b, m->buffers[JIT_TC_BUF_B].offset));
+    const int bits = jit__tc_smem_desc_addr_bits(plan->arch);
+    const uint32_t base = plan->arch->smem_reserved_per_cta;
+    json_object_set_new(ops, "a",
+                        operand_json(&tc->a, bits, base + m->buffers[JIT_TC_BUF_A].offset));
+    json_object_set_new(ops, "b",
+                        operand_json(&tc->b, bits, base + m->buffers[JIT_TC_BUF_B].offset));
     json_t *sfj = json_object();
     json_object_set_new(sfj, "sfa_chunks_k", json_integer(tc->sfa_chunks_k));
     json_object_set_new(sfj, "sfb_row_blocks", json_integer(tc->sfb_row_blocks));
@@ -155,8 +161,8 @@ int jit__plan_tc_to_json(const jit__plan_t *plan, void *json_obj) {
     json_object_set_new(sfj, "chunk_bytes", json_integer(JIT_TC_SF_CHUNK_BYTES));
     json_object_set_new(sfj, "tma_type", json_string(tma_type_name(tc->sf_tma_type)));
     json_object_set_new(sfj, "utccp_desc_sfa_stage0",
-                        hex64(jit__tc_smem_desc(m->buffers[JIT_TC_BUF_SFA].offset, 128, 128,
-                                                JIT_TC_SWIZZLE_NONE, 0)));
+                        hex64(jit__tc_smem_desc(bits, base + m->buffers[JIT_TC_BUF_SFA].offset, 128,
+                                                128, JIT_TC_SWIZZLE_NONE, 0)));
     json_object_set_new(ops, "sf", sfj);
     rc |= json_object_set_new(o, "operands", ops);
     rc |= json_object_set_new(o, "expect_tx_bytes", json_integer(tc->expect_tx_bytes));

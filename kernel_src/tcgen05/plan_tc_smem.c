@@ -1,11 +1,17 @@
 /*
  * The tcgen05 planner's SMEM side: the stage count, the layout (barriers in a reserved 1 KiB,
- * then the A, B, SFA and SFB stages, which are MMA/UTCCP operands and stay below 256 KiB because
- * the descriptor start field has 14 bits, then the epilogue staging C) and its checks.
+ * then the A, B, SFA and SFB stages, which are MMA/UTCCP operands, then the epilogue staging C)
+ * and its checks.
+ *
+ * Operand range. A descriptor holds the ABSOLUTE shared::cta address >> 4 in a 14-bit field
+ * (sm_100a/103a; 15 bits on sm_107a), and dynamic shared memory does not start at address 0:
+ * it begins after the arch's reserved block (1 KiB, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_
+ * PER_BLOCK). So every operand stage must end at or below the field's limit counted from 0,
+ * i.e. reserved + offset + size <= 1 << (bits + 4). Measuring from the start of the dynamic
+ * window instead let an operand ending in the last KiB below 256 KiB wrap to address 0
+ * (issue 10, finding 1). The kernel re-checks the real address at start (kernel.cuh).
  */
 #include "plan_tc.h"
-
-#define OPERAND_LIMIT (256u * 1024u)
 
 static uint32_t align_up(uint32_t v, uint32_t a) {
     return a ? (v + a - 1) / a * a : v;
@@ -25,6 +31,9 @@ static int ranges_overlap(const jit__tc_smem_buffer_t *x, const jit__tc_smem_buf
 
 jit_status_t jit__tc_smem_check(const jit__tc_smem_plan_t *m, const jit__arch_profile_t *arch,
                                 jit__diag_t *d) {
+    /* Without a profile, assume the narrowest field and the usual 1 KiB reserve. */
+    const uint32_t reserved = arch ? arch->smem_reserved_per_cta : 1024u;
+    const uint32_t limit = jit__tc_smem_desc_addr_limit(arch);
     for (int i = 0; i < m->n_buffers; i++) {
         const jit__tc_smem_buffer_t *b = &m->buffers[i];
         if (b->size == 0)
@@ -45,11 +54,13 @@ jit_status_t jit__tc_smem_check(const jit__tc_smem_plan_t *m, const jit__arch_pr
         if (end > m->bytes)
             return jit__fail(d, JIT_PLAN_FAILED, "SMEM buffer %s ends at %u, past the %u planned",
                              b->name, end, m->bytes);
-        if (b->mma_operand && end > OPERAND_LIMIT)
+        if (b->mma_operand && reserved + end > limit)
             return jit__fail(d, JIT_PLAN_FAILED,
-                             "SMEM buffer %s ends at %u: MMA and tcgen05.cp operands must stay "
-                             "below 256 KiB (14-bit descriptor address)",
-                             b->name, end);
+                             "SMEM buffer %s ends at offset %u, absolute address %u (after the "
+                             "%u-byte reserved block): MMA and tcgen05.cp operands must end at "
+                             "or below %u (the %d-bit descriptor start address field)",
+                             b->name, end, reserved + end, reserved, limit,
+                             jit__tc_smem_desc_addr_bits(arch));
         if (b->cp_async_dest && arch && arch->cp_async_cg_limit && end > arch->cp_async_cg_limit)
             return jit__fail(d, JIT_PLAN_FAILED,
                              "SMEM buffer %s ends at %u: cp.async.cg destinations must stay "
@@ -108,15 +119,17 @@ jit_status_t jit__tc_plan_smem(jit__tc_plan_t *tc, const jit__arch_profile_t *ar
     m->per_stage_bytes =
         tc->a.stage_bytes + tc->b.stage_bytes + tc->sfa_stage_bytes + tc->sfb_stage_bytes;
     int by_smem = jit__tc_stage_count(m->cap, JIT_TC_SMEM_RESERVED, m->c_bytes, m->per_stage_bytes);
+    const uint32_t reserved = arch->smem_reserved_per_cta;
+    const uint32_t limit = jit__tc_smem_desc_addr_limit(arch);
     int by_operand =
-        jit__tc_stage_count(OPERAND_LIMIT, JIT_TC_SMEM_RESERVED, 0, m->per_stage_bytes);
+        jit__tc_stage_count(limit, reserved + JIT_TC_SMEM_RESERVED, 0, m->per_stage_bytes);
     int s = by_smem < by_operand ? by_smem : by_operand;
     if (s > JIT_TC_MAX_STAGES)
         s = JIT_TC_MAX_STAGES;
     /* The formula ignores alignment padding; the real layout decides. */
     for (; s >= 2; s--) {
         layout_smem(tc, s, acc_stages);
-        if (m->bytes <= m->cap && m->operand_end <= OPERAND_LIMIT)
+        if (m->bytes <= m->cap && reserved + m->operand_end <= limit)
             break;
     }
     if (s < 2)
@@ -134,14 +147,24 @@ jit_status_t jit__tc_plan_smem(jit__tc_plan_t *tc, const jit__arch_profile_t *ar
     jit_status_t st = jit__tc_smem_check(m, arch, d);
     if (st != JIT_OK)
         return st;
-    /* The descriptors of every A and B stage must be representable with base offset 0. */
-    const jit__tc_operand_t *ops[2] = {&tc->a, &tc->b};
-    const int bufs[2] = {JIT_TC_BUF_A, JIT_TC_BUF_B};
-    for (int i = 0; i < 2; i++) {
-        const jit__tc_smem_buffer_t *b = &m->buffers[bufs[i]];
+    /* The descriptors of every A, B, SFA and SFB stage must be representable at their absolute
+     * addresses, with base offset 0 (A, B) or unswizzled 512-byte chunks (scales). */
+    const int bits = jit__tc_smem_desc_addr_bits(arch);
+    const struct {
+        int buf;
+        uint32_t lbo, sbo;
+        jit__tc_swizzle_t sw;
+    } descs[4] = {
+        {JIT_TC_BUF_A, tc->a.lbo, tc->a.sbo, tc->a.swizzle},
+        {JIT_TC_BUF_B, tc->b.lbo, tc->b.sbo, tc->b.swizzle},
+        {JIT_TC_BUF_SFA, 128, 128, JIT_TC_SWIZZLE_NONE},
+        {JIT_TC_BUF_SFB, 128, 128, JIT_TC_SWIZZLE_NONE},
+    };
+    for (int i = 0; i < 4; i++) {
+        const jit__tc_smem_buffer_t *b = &m->buffers[descs[i].buf];
         for (int k = 0; k < b->count; k++) {
-            st = jit__tc_smem_desc_check(b->offset + (uint32_t)k * b->stage_bytes, ops[i]->lbo,
-                                         ops[i]->sbo, ops[i]->swizzle, 0, d);
+            st = jit__tc_smem_desc_check(bits, reserved + b->offset + (uint32_t)k * b->stage_bytes,
+                                         descs[i].lbo, descs[i].sbo, descs[i].sw, 0, d);
             if (st != JIT_OK)
                 return st;
         }

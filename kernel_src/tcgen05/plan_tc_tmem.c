@@ -50,8 +50,18 @@ jit_status_t jit__tc_tmem_plan(int capacity, int acc_columns, int m_halves, int 
     } else if (allow_overlap && acc_stages == 2 && m_halves == 1 && stage_cols + sf <= capacity) {
         /* Stage 1 ends where the scales begin; it shares its first columns with the end of
          * stage 0, which the epilogue therefore drains first (reverse order) and releases as
-         * soon as those sub-tiles are read. */
-        int start1 = capacity - sf - stage_cols;
+         * soon as those sub-tiles are read. The shared span is whole epilogue sub-tiles, so
+         * stage 1 and the scales start on a sub-tile boundary (>= 32 columns), as CUTLASS's
+         * overlapping accumulators do (stage 1 at 256 - epilogue tile N, the scales after it;
+         * include/cutlass/detail/sm100_tmem_helper.hpp). Placing them at 256 - (SFA + SFB)
+         * left them only 4-column aligned (232, 244, 488, 500). */
+        int sf_region = (sf + epi_tile_n - 1) / epi_tile_n * epi_tile_n;
+        if (stage_cols + sf_region > capacity)
+            return jit__fail(d, JIT_PLAN_FAILED,
+                             "TMEM plan: %d scale columns rounded to %d-column sub-tiles do not "
+                             "fit beside a %d-column stage in %d",
+                             sf, epi_tile_n, stage_cols, capacity);
+        int start1 = capacity - sf_region - stage_cols;
         o->acc[0].first_column = 0;
         o->acc[0].columns = stage_cols;
         o->acc[1].first_column = start1;
@@ -61,7 +71,7 @@ jit_status_t jit__tc_tmem_plan(int capacity, int acc_columns, int m_halves, int 
         o->reverse_traversal = 1;
         o->early_release_subtile = (o->overlap_columns + epi_tile_n - 1) / epi_tile_n - 1;
         o->early_release_column = start1;
-        acc_end = capacity - sf;
+        acc_end = capacity - sf_region;
     } else {
         return jit__fail(d, JIT_PLAN_FAILED,
                          "TMEM plan needs %d columns (%d accumulator stage(s) of %d, scales %d), "

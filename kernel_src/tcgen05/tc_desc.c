@@ -299,10 +299,22 @@ jit_status_t jit__tc_idesc_with_n(uint32_t idesc, int n, int cta_group, uint32_t
     return JIT_OK;
 }
 
-uint64_t jit__tc_smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, jit__tc_swizzle_t swizzle,
-                           uint32_t base_offset) {
+int jit__tc_smem_desc_addr_bits(const jit__arch_profile_t *arch) {
+    return arch && arch->smem_desc_addr_bits ? arch->smem_desc_addr_bits : 14;
+}
+
+uint32_t jit__tc_smem_desc_addr_limit(const jit__arch_profile_t *arch) {
+    return 1u << (jit__tc_smem_desc_addr_bits(arch) + 4);
+}
+
+static uint64_t addr_mask(int addr_bits) {
+    return ((uint64_t)1 << addr_bits) - 1u;
+}
+
+uint64_t jit__tc_smem_desc(int addr_bits, uint32_t addr, uint32_t lbo, uint32_t sbo,
+                           jit__tc_swizzle_t swizzle, uint32_t base_offset) {
     uint64_t v = 0;
-    v |= (uint64_t)((addr & 0x3FFFFu) >> 4);
+    v |= (uint64_t)(addr >> 4) & addr_mask(addr_bits);
     v |= (uint64_t)((lbo & 0x3FFFFu) >> 4) << 16;
     v |= (uint64_t)((sbo & 0x3FFFFu) >> 4) << 32;
     v |= (uint64_t)1 << 46;
@@ -311,22 +323,30 @@ uint64_t jit__tc_smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, jit__tc_sw
     return v;
 }
 
-jit_status_t jit__tc_smem_desc_check(uint32_t addr, uint32_t lbo, uint32_t sbo,
+jit_status_t jit__tc_smem_desc_check(int addr_bits, uint32_t addr, uint32_t lbo, uint32_t sbo,
                                      jit__tc_swizzle_t swizzle, uint32_t base_offset,
                                      jit__diag_t *d) {
     uint32_t repeat = jit__tc_swizzle_repeat_bytes(swizzle);
     if (repeat == 0)
         return jit__fail(d, JIT_INTERNAL, "SMEM descriptor: invalid swizzle code %d", (int)swizzle);
+    if (addr_bits < 14 || addr_bits > 15)
+        return jit__fail(d, JIT_INTERNAL, "SMEM descriptor: a %d-bit start address field",
+                         addr_bits);
     if ((addr | lbo | sbo) & 15u)
         return jit__fail(d, JIT_INTERNAL,
                          "SMEM descriptor: address 0x%x, LBO %u and SBO %u must be 16-byte "
                          "aligned",
                          addr, lbo, sbo);
-    if (addr >= 0x40000u || lbo >= 0x40000u || sbo >= 0x40000u)
+    if ((uint64_t)addr >> (addr_bits + 4) != 0)
         return jit__fail(d, JIT_INTERNAL,
-                         "SMEM descriptor: address 0x%x, LBO %u or SBO %u is at or above 256 KiB, "
-                         "which the 14-bit fields cannot hold",
-                         addr, lbo, sbo);
+                         "SMEM descriptor: absolute address 0x%x is at or above %u KiB, which "
+                         "the %d-bit start address field cannot hold",
+                         addr, (1u << (addr_bits + 4)) / 1024u, addr_bits);
+    if (lbo >= 0x40000u || sbo >= 0x40000u)
+        return jit__fail(d, JIT_INTERNAL,
+                         "SMEM descriptor: LBO %u or SBO %u is at or above 256 KiB, which the "
+                         "14-bit fields cannot hold",
+                         lbo, sbo);
     if (base_offset > 7)
         return jit__fail(d, JIT_INTERNAL, "SMEM descriptor: base offset %u > 7", base_offset);
     if (base_offset == 0 && addr % repeat != 0)
@@ -337,13 +357,13 @@ jit_status_t jit__tc_smem_desc_check(uint32_t addr, uint32_t lbo, uint32_t sbo,
     return JIT_OK;
 }
 
-uint64_t jit__tc_smem_desc_advance(uint64_t desc, uint32_t bytes) {
-    uint64_t start = (desc + (uint64_t)(bytes >> 4)) & 0x3FFFu;
-    return (desc & ~(uint64_t)0x3FFFu) | start;
+uint64_t jit__tc_smem_desc_advance(int addr_bits, uint64_t desc, uint32_t bytes) {
+    uint64_t start = (desc + (uint64_t)(bytes >> 4)) & addr_mask(addr_bits);
+    return (desc & ~addr_mask(addr_bits)) | start;
 }
 
-void jit__tc_smem_desc_decode(uint64_t v, jit__tc_smem_desc_fields_t *o) {
-    o->start_addr = (uint32_t)(v & 0x3FFFu) << 4;
+void jit__tc_smem_desc_decode(int addr_bits, uint64_t v, jit__tc_smem_desc_fields_t *o) {
+    o->start_addr = (uint32_t)(v & addr_mask(addr_bits)) << 4;
     o->lbo = (uint32_t)((v >> 16) & 0x3FFFu) << 4;
     o->sbo = (uint32_t)((v >> 32) & 0x3FFFu) << 4;
     o->version = (unsigned)((v >> 46) & 7u);

@@ -109,19 +109,26 @@ static inline uint32_t jit__tc_tmem_addr(uint32_t lane, uint32_t column) {
     return (lane << 16) | (column & 0xFFFFu);
 }
 
-/* 64-bit SMEM matrix descriptor (docs/hardware-facts.md F11): start (addr & 0x3FFFF) >> 4 at
- * 0-13, LBO >> 4 at 16-29, SBO >> 4 at 32-45, version 1 at 46-48, base offset at 49-51, swizzle
- * at 61-63. Pure encoding; jit__tc_smem_desc_check says whether the inputs are representable. */
-uint64_t jit__tc_smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, jit__tc_swizzle_t swizzle,
-                           uint32_t base_offset);
-/* 16-byte alignment of addr/LBO/SBO, addr/LBO/SBO below 256 KiB (the 14-bit fields), a valid
- * swizzle code, base offset < 8, and, when base offset is 0, addr aligned to the swizzle
- * repeat. */
-jit_status_t jit__tc_smem_desc_check(uint32_t addr, uint32_t lbo, uint32_t sbo,
+/* Width of the descriptor's start-address field on `arch` (14 if the profile gives none), and
+ * the first absolute shared::cta address it cannot hold: 1 << (bits + 4). */
+int jit__tc_smem_desc_addr_bits(const jit__arch_profile_t *arch);
+uint32_t jit__tc_smem_desc_addr_limit(const jit__arch_profile_t *arch);
+
+/* 64-bit SMEM matrix descriptor (docs/hardware-facts.md F11): start (addr >> 4) in bits 0..addr_bits-1 (14 bits
+ * on sm_100a/103a, 15 on sm_107a), LBO >> 4 at 16-29, SBO >> 4 at 32-45, version 1 at 46-48,
+ * base offset at 49-51, swizzle at 61-63. `addr` is the ABSOLUTE shared::cta address (dynamic
+ * shared memory begins after the arch's reserved block, not at 0). Pure encoding: bits above
+ * the field are dropped; jit__tc_smem_desc_check says whether the inputs are representable. */
+uint64_t jit__tc_smem_desc(int addr_bits, uint32_t addr, uint32_t lbo, uint32_t sbo,
+                           jit__tc_swizzle_t swizzle, uint32_t base_offset);
+/* 16-byte alignment of addr/LBO/SBO, the absolute addr below 1 << (addr_bits + 4) and LBO/SBO
+ * below 256 KiB (their 14-bit fields), a valid swizzle code, base offset < 8, and, when base
+ * offset is 0, addr aligned to the swizzle repeat. */
+jit_status_t jit__tc_smem_desc_check(int addr_bits, uint32_t addr, uint32_t lbo, uint32_t sbo,
                                      jit__tc_swizzle_t swizzle, uint32_t base_offset,
                                      jit__diag_t *d);
 /* Move the start address by `bytes` (a K step inside a swizzle atom); LBO, SBO, swizzle kept. */
-uint64_t jit__tc_smem_desc_advance(uint64_t desc, uint32_t bytes);
+uint64_t jit__tc_smem_desc_advance(int addr_bits, uint64_t desc, uint32_t bytes);
 
 /* Field decode, for inspect and tests. */
 typedef struct jit__tc_smem_desc_fields {
@@ -129,6 +136,6 @@ typedef struct jit__tc_smem_desc_fields {
     uint32_t lbo, sbo;   /* bytes */
     unsigned version, base_offset, lbo_mode, swizzle;
 } jit__tc_smem_desc_fields_t;
-void jit__tc_smem_desc_decode(uint64_t desc, jit__tc_smem_desc_fields_t *out);
+void jit__tc_smem_desc_decode(int addr_bits, uint64_t desc, jit__tc_smem_desc_fields_t *out);
 
 #endif

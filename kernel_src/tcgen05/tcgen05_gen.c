@@ -22,6 +22,58 @@ static int is_pow2(int v) {
     return v > 0 && (v & (v - 1)) == 0;
 }
 
+/* The fallback build (an sm_100f cubin, assembled for the check target sm_100a as a check) runs
+ * the check target's MMA semantics: the scale-vector mode and K are in the opcode ptxas picks
+ * for the target (UTCOMMA.4X, K=64, for an sm_100f FP4 MMA where sm_107a's is .BLOCK16, K=128),
+ * not only in the instruction descriptor. So a plan is fallback-safe only if the check target
+ * would encode the same descriptor and keep the same operand storage. With the sm_107a
+ * profile no block-scaled plan is (its K is widened for every kind), so the fallback refuses
+ * them instead of building a kernel that silently computes the wrong K (issue 10, finding 2).
+ * Planning the fallback with the sm_100a profile would be the alternative; the plan is made
+ * before the toolchain is known, so it is not done here. */
+static jit_status_t check_fallback_semantics(const jit__plan_t *plan, const jit__key_t *key,
+                                             jit__diag_t *d) {
+    const jit__tc_plan_t *tc = jit__tc_of(plan);
+    const jit__arch_profile_t *a = plan->arch;
+    const jit__arch_profile_t *chk = a->check_target ? jit__arch_find(a->check_target) : NULL;
+    const char *target = key && key->target[0] ? key->target : "fallback";
+    const char *fname = jit__tc_format_name(plan->spec.a, plan->spec.b, plan->spec.scales);
+    if (!chk)
+        return jit__fail(d, JIT_TOOLCHAIN_NOT_FOUND,
+                         "%s has no check target, so its %s build of a %s plan cannot be "
+                         "checked; install NVRTC 13.4 or later (scripts/setup.sh)",
+                         a->name, target, fname);
+    jit__tc_idesc_params_t ip = {
+        .kind = tc->kind,
+        .a = plan->spec.a,
+        .b = plan->spec.b,
+        .sf = tc->scale_format,
+        .sf_vec = tc->sf_vec,
+        .m = tc->instr_m,
+        .n = tc->instr_n,
+        .k = tc->instr_k,
+        .cta_group = tc->cta_group,
+    };
+    uint32_t there = 0;
+    int chk_k = jit__tc_instr_k(chk, tc->kind);
+    if (jit__tc_idesc(chk, &ip, &there, NULL) != JIT_OK || there != tc->idesc ||
+        chk_k != tc->instr_k)
+        return jit__fail(d, JIT_TOOLCHAIN_NOT_FOUND,
+                         "the %s fallback build of this %s %s plan would execute %s MMAs "
+                         "(kind::%s K=%d) while its instruction descriptor asks for K=%d: the "
+                         "result would be wrong. Block-scaled %s kernels need a native %s "
+                         "cubin: install NVRTC 13.4 or later (scripts/setup.sh)",
+                         target, a->name, fname, chk->name, jit__tc_kind_name(tc->kind), chk_k,
+                         tc->instr_k, a->name, a->name);
+    if (tc->packed_fp4 && !chk->packed_fp4_in_mixed)
+        return jit__fail(d, JIT_TOOLCHAIN_NOT_FOUND,
+                         "the %s fallback build of this %s %s plan would read packed FP4 where "
+                         "%s's kind::mxf8f6f4 expects it unpacked; install NVRTC 13.4 or later "
+                         "(scripts/setup.sh)",
+                         target, a->name, fname, chk->name);
+    return JIT_OK;
+}
+
 /* Readers of the work ring per CTA: the producer warp, the MMA warp, four epilogue warps. */
 #define WORK_READERS 6
 
@@ -47,6 +99,11 @@ jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__ke
             "for a native %s cubin",
             plan->arch->name, tc->tmem.allocated_columns, key ? key->target : "fallback",
             plan->arch->name);
+    if (!g->native) {
+        jit_status_t fst = check_fallback_semantics(plan, key, d);
+        if (fst != JIT_OK)
+            return fst;
+    }
     g->collector_b = tc->breuse && g->native;
 
     /* warps */
@@ -110,10 +167,11 @@ jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__ke
     g->b_kcoord_tile = jit__tc_tma_k_per_tile(plan, &tc->b);
     g->a_kcoord_box = (int)tc->a.box_inner_bytes;
     g->b_kcoord_box = (int)tc->b.box_inner_bytes;
-    g->a_desc_hi = jit__tc_smem_desc(0, tc->a.lbo, tc->a.sbo, tc->a.swizzle, 0);
-    g->b_desc_hi = jit__tc_smem_desc(0, tc->b.lbo, tc->b.sbo, tc->b.swizzle, 0);
+    const int bits = jit__tc_smem_desc_addr_bits(plan->arch);
+    g->a_desc_hi = jit__tc_smem_desc(bits, 0, tc->a.lbo, tc->a.sbo, tc->a.swizzle, 0);
+    g->b_desc_hi = jit__tc_smem_desc(bits, 0, tc->b.lbo, tc->b.sbo, tc->b.swizzle, 0);
     /* A 512-byte scale chunk: 32 lines of 16 bytes, no swizzle, 8 lines (128 B) apart. */
-    g->sf_desc_hi = jit__tc_smem_desc(0, 128, 128, JIT_TC_SWIZZLE_NONE, 0);
+    g->sf_desc_hi = jit__tc_smem_desc(bits, 0, 128, 128, JIT_TC_SWIZZLE_NONE, 0);
 
     /* epilogue */
     jit__tc_c_layout_t cl;
@@ -307,6 +365,11 @@ static void emit_plan(const jit__tcg_t *g) {
     constant(sb, "OFF_C", b[JIT_TC_BUF_C].offset, NULL);
     constant(sb, "C_STAGE", b[JIT_TC_BUF_C].stage_bytes, NULL);
     constant(sb, "C_STAGES", (unsigned)tc->smem.c_stages, NULL);
+    constant(sb, "OPERAND_END", tc->smem.operand_end, "end of the last MMA/tcgen05.cp operand");
+    constant(sb, "DESC_ADDR_LIMIT", jit__tc_smem_desc_addr_limit(p->arch),
+             "absolute addresses a descriptor can hold");
+    constant(sb, "DESC_ADDR_MASK", (1u << jit__tc_smem_desc_addr_bits(p->arch)) - 1u,
+             "descriptor start field: (addr >> 4) & this");
 
     jit__sb_append(sb, "    };\n\n    /* TMA */\n    enum : u32 {\n");
     constant(sb, "A_BOXES", (unsigned)tc->a.boxes_per_stage, "boxes along K per stage");

@@ -87,7 +87,7 @@ template <class P> struct TcEpilogue {
     static __device__ void run(const TcCtaState &c, const jitgemm_tc_params &p, u32 tmem, u32 q) {
         const u32 lane = threadIdx.x % 32;
         const u32 lanes = (32u * q) << 16; /* TMEM lane field of this warp's quarter */
-        u32 tile = 0, cs = 0;
+        u32 tile = 0, cs = 0; /* C stores issued by this warp */
         for (u32 i = 0;; ++i) {
             const TcWork w = TcCta<P>::work_get(c, i);
             warp_ops::sync();
@@ -108,7 +108,7 @@ template <class P> struct TcEpilogue {
                 const int row = t.row0 + (int)(h * P::CTA_GROUP * 128u + 32u * q);
                 /* Rows past M: nothing to store (the MMA skipped them too). */
                 const bool live = (i64)(t.row0 + (int)(h * P::CTA_GROUP * 128u)) < c.m;
-                for (u32 j = 0; j < P::EPI_SUBTILES; ++j, ++cs) {
+                for (u32 j = 0; j < P::EPI_SUBTILES; ++j) {
                     u32 sub = j;
                     if constexpr (P::REVERSE_DRAIN)
                         /* Stage 0 shares its last columns with stage 1: drain it backwards so
@@ -152,6 +152,11 @@ template <class P> struct TcEpilogue {
                                                     row);
                             sm100::bulk_commit();
                         }
+                        /* cs counts stores, not sub-tiles: the wait above (all but the newest
+                         * C_STAGES - 1 groups done reading) protects stage cs % C_STAGES only if
+                         * the newest store went elsewhere, which a skipped sub-tile in between
+                         * would break (live, skipped, live on 2 stages). */
+                        ++cs;
                     }
                 }
             }

@@ -53,6 +53,12 @@ template <class P> struct Tcgen05Kernel {
          * from it); a misaligned base would silently shift every swizzle pattern. */
         if (c.smem & 1023u)
             device_trap();
+        /* Descriptors hold the absolute address >> 4 in a field of DESC_ADDR_MASK's width, and
+         * the dynamic window starts after a reserved block the planner assumed (1 KiB): on a
+         * device that reserves more, the last operand stage would wrap to a low address and
+         * the MMAs would read the wrong bytes without any fault. Stop instead. */
+        if (c.smem + P::OPERAND_END > P::DESC_ADDR_LIMIT)
+            device_trap();
         if (threadIdx.x == 0)
             TcCta<P>::barriers_init(c);
         if (warp == P::MMA_WARP) {

@@ -46,9 +46,11 @@ template <class P> struct TcMma {
                (((sfb_tmem & 0xC0000000u) >> 30) << 4);
     }
 
-    /* An SMEM matrix descriptor: the constant fields of the plan plus the start address. */
+    /* An SMEM matrix descriptor: the constant fields of the plan plus the absolute start
+     * address >> 4, in the arch's field width (14 bits, 15 on sm_107a). Kernel start traps
+     * if any operand ends past what the field can hold, so the mask never wraps. */
     static __device__ __forceinline__ u64 desc(u64 hi, u32 addr) {
-        return hi | (u64)((addr & 0x3FFFFu) >> 4);
+        return hi | (u64)((addr >> 4) & P::DESC_ADDR_MASK);
     }
 
     /* Operands of one stage, as the K-blocks see them. */
