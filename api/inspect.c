@@ -30,15 +30,36 @@ static char *key_text(const jit__key_t *key, const jit__plan_t *plan, const jit_
     return out;
 }
 
-static char *ptx_of(jit_context_t *ctx, const jit__obtained_t *got, jit__diag_t *d) {
+/* The PTX of a kernel: kept in memory or in the cache when one was made, else compiled now
+ * (the pipeline builds cubins without it: jit/compile.h says why). */
+static char *ptx_of(jit_context_t *ctx, const jit__toolchain_t *tc, const jit__plan_t *plan,
+                    const jit__key_t *key, const jit__obtained_t *got, jit__diag_t *d) {
     pthread_mutex_lock(&ctx->lock);
     char *ptx = NULL;
     for (jit__cubin_rec_t *r = ctx->cubins; r; r = r->next)
         if (strcmp(r->entry.hash, got->entry.hash) == 0 && r->ptx)
             ptx = strdup(r->ptx);
     pthread_mutex_unlock(&ctx->lock);
-    if (!ptx && jit__cache_read_file(ctx->cache, got->entry.hash, ".ptx", &ptx, d) != JIT_OK)
+    if (ptx)
+        return ptx;
+    jit__diag_t miss;
+    jit__diag_init(&miss);
+    if (jit__cache_read_file(ctx->cache, got->entry.hash, ".ptx", &ptx, &miss) == JIT_OK) {
+        jit__diag_clear(&miss);
+        return ptx;
+    }
+    jit__diag_clear(&miss);
+    char *source = NULL;
+    if (jit__generate(plan, key, &source, d) != JIT_OK)
         return NULL;
+    jit__compiled_t c;
+    if (jit__compile(tc, source, jit__plan_kernel_name(plan), key->target, JIT__COMPILE_PTX, &c,
+                     d) == JIT_OK) {
+        ptx = c.ptx;
+        c.ptx = NULL;
+    }
+    jit__compiled_free(&c);
+    free(source);
     return ptx;
 }
 
@@ -83,7 +104,7 @@ jit_status_t jit_inspect(jit_context_t *ctx, const jit_problem_t *problem, jit_i
         if (jit__ctx_obtain(ctx, tc, &plan, &key, &got, &d) != JIT_OK)
             return jit__ctx_error(ctx, &d);
         if (what == JIT_INSPECT_PTX) {
-            *out = ptx_of(ctx, &got, &d);
+            *out = ptx_of(ctx, tc, &plan, &key, &got, &d);
             if (!*out)
                 return jit__ctx_error(ctx, &d);
         } else {

@@ -48,7 +48,7 @@ static jit_status_t compile_key(jit_context_t *ctx, const jit__toolchain_t *tc,
     if (key->fallback) {
         /* The Rubin source must assemble for the arch it stands in for, not only for the
          * family target the cubin is built for. */
-        st = jit__compile(tc, source, name, plan->arch->check_target, 0, &c, d);
+        st = jit__compile(tc, source, name, plan->arch->check_target, JIT__COMPILE_CHECK, &c, d);
         check_seconds = c.seconds;
         jit__compiled_free(&c);
         if (st != JIT_OK) {
@@ -56,7 +56,7 @@ static jit_status_t compile_key(jit_context_t *ctx, const jit__toolchain_t *tc,
             return st;
         }
     }
-    st = jit__compile(tc, source, name, key->target, 1, &c, d);
+    st = jit__compile(tc, source, name, key->target, JIT__COMPILE_CUBIN, &c, d);
     if (st != JIT_OK) {
         jit__compiled_free(&c);
         free(source);

@@ -120,7 +120,8 @@ static void run_job(job_t *j) {
         return;
     }
     j->generated = 1;
-    if (jit__compile(j->tc, src, "tcgen05.cu", target, 1, &j->out, &d) != JIT_OK) {
+    if (jit__compile(j->tc, src, "tcgen05.cu", target, JIT__COMPILE_CUBIN_AND_PTX, &j->out, &d) !=
+        JIT_OK) {
         first_line(j->error, sizeof(j->error), d.log && *d.log ? d.log : d.msg);
         jit__diag_clear(&d);
         free(src);
@@ -131,7 +132,8 @@ static void run_job(job_t *j) {
         /* The fallback's check: the same source assembles for the check target too. */
         jit__compiled_t chk;
         memset(&chk, 0, sizeof(chk));
-        if (jit__compile(j->tc, src, "tcgen05.cu", j->arch->check_target, 1, &chk, &d) != JIT_OK) {
+        if (jit__compile(j->tc, src, "tcgen05.cu", j->arch->check_target, JIT__COMPILE_CUBIN, &chk,
+                         &d) != JIT_OK) {
             first_line(j->error, sizeof(j->error), d.log && *d.log ? d.log : d.msg);
             j->compiled = 0;
         } else {

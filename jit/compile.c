@@ -1,6 +1,6 @@
 /*
- * Source to cubin through NVRTC (CUDA C -> LTO-IR) and nvJitLink (LTO-IR -> cubin, and a second
- * pass LTO-IR -> PTX for `inspect`).
+ * Source to cubin through NVRTC (CUDA C -> LTO-IR) and nvJitLink (LTO-IR -> cubin, and, when
+ * asked, a second pass LTO-IR -> PTX for `inspect`).
  *
  * NOTE: the LTO route is deliberate. Handing nvJitLink PTX makes ptxas compile it as
  * relocatable code, which cost the mma.sync kernel up to 60% more registers (188 against 128
@@ -162,8 +162,7 @@ static jit_status_t run_nvrtc(const jit__toolchain_t *tc, const char *source, co
         names[i] = files[i].name;
     }
     nvrtcProgram prog;
-    nvrtcResult r =
-        tc->nvrtcCreateProgram(&prog, source, file, (int)n_files, texts, names);
+    nvrtcResult r = tc->nvrtcCreateProgram(&prog, source, file, (int)n_files, texts, names);
     if (r != NVRTC_SUCCESS)
         return jit__fail(d, JIT_COMPILE_FAILED, "nvrtcCreateProgram: %s",
                          tc->nvrtcGetErrorString(r));
@@ -282,7 +281,8 @@ static void take_resources_from_cubin(jit__compiled_t *out) {
 }
 
 jit_status_t jit__compile(const jit__toolchain_t *tc, const char *source, const char *name,
-                          const char *target, int cubin, jit__compiled_t *out, jit__diag_t *d) {
+                          const char *target, jit__compile_what_t what, jit__compiled_t *out,
+                          jit__diag_t *d) {
     memset(out, 0, sizeof(*out));
     snprintf(out->target, sizeof(out->target), "%s", target);
     jit_status_t loaded = jit__toolchain_load(tc, d);
@@ -296,13 +296,17 @@ jit_status_t jit__compile(const jit__toolchain_t *tc, const char *source, const 
     char *ir = NULL;
     size_t ir_size = 0;
     jit_status_t st = run_nvrtc(tc, source, name, target, via_ptx, &ir, &ir_size, &log, d);
-    if (st == JIT_OK)
-        st = run_jitlink(tc, name, target, ir, ir_size, via_ptx, 0, cubin, out, &log, d);
-    if (st == JIT_OK && via_ptx) {
+    const int want_cubin = what == JIT__COMPILE_CUBIN_AND_PTX || what == JIT__COMPILE_CUBIN;
+    const int want_ptx = what == JIT__COMPILE_CUBIN_AND_PTX || what == JIT__COMPILE_PTX;
+    /* The check still assembles through nvJitLink (ptxas catches what NVRTC lets through);
+     * it keeps no cubin. */
+    if (st == JIT_OK && what != JIT__COMPILE_PTX)
+        st = run_jitlink(tc, name, target, ir, ir_size, via_ptx, 0, want_cubin, out, &log, d);
+    if (st == JIT_OK && via_ptx && want_ptx) {
         out->ptx = ir;
         out->ptx_size = ir_size;
         ir = NULL;
-    } else if (st == JIT_OK) {
+    } else if (st == JIT_OK && want_ptx) {
         st = run_jitlink(tc, name, target, ir, ir_size, 0, 1, 0, out, &log, d);
     }
     free(ir);

@@ -26,10 +26,21 @@ typedef struct jit__compiled {
 
 void jit__compiled_free(jit__compiled_t *c);
 
-/* Compile `source` for `target` ("sm_90a", "sm_100f", ...). With `cubin` = 0 only NVRTC runs
- * (the PTX check of a fallback build). On failure the NVRTC or nvJitLink log is attached to
- * the diag and the status is JIT_COMPILE_FAILED or JIT_LINK_FAILED. */
+/* What jit__compile produces. The PTX costs a second nvJitLink pass (a third of a wgmma
+ * kernel's compile), and only `inspect --ptx` and the tests read it, so the pipeline builds the
+ * cubin alone and inspect asks for the PTX when it needs it. */
+typedef enum jit__compile_what {
+    JIT__COMPILE_CHECK = 0,         /* NVRTC only (the PTX check of a fallback build) */
+    JIT__COMPILE_CUBIN_AND_PTX = 1, /* the cubin and the linked PTX */
+    JIT__COMPILE_CUBIN = 2,         /* the cubin alone */
+    JIT__COMPILE_PTX = 3,           /* the linked PTX alone */
+} jit__compile_what_t;
+
+/* Compile `source` for `target` ("sm_90a", "sm_100f", ...), producing `what`. On failure the
+ * NVRTC or nvJitLink log is attached to the diag and the status is JIT_COMPILE_FAILED or
+ * JIT_LINK_FAILED. */
 jit_status_t jit__compile(const jit__toolchain_t *tc, const char *source, const char *name,
-                          const char *target, int cubin, jit__compiled_t *out, jit__diag_t *d);
+                          const char *target, jit__compile_what_t what, jit__compiled_t *out,
+                          jit__diag_t *d);
 
 #endif

@@ -152,6 +152,28 @@ Test(cli_inspect, ptx_and_entry_compile_for_the_target) {
     json_decref(k);
 }
 
+/* A build compiles the cubin only; the PTX is made when inspect asks for it, so a cold compile
+ * leaves no .ptx in the cache and --ptx still answers from a warm one. */
+Test(cli_inspect, ptx_is_compiled_on_demand_not_at_build) {
+    json_t *k = key_of("sm_90a");
+    const char *hash = json_string_value(json_object_get(k, "hash"));
+    cli_result_t r = CLI(g_dir, NULL, "inspect", PROBLEM, "--arch", "sm_90a", "--entry");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cli_free(&r);
+    char path[1200];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/kernels/%s.cubin", g_dir, hash);
+    cr_expect_eq(stat(path, &st), 0, "the build published no cubin at %s", path);
+    snprintf(path, sizeof(path), "%s/kernels/%s.ptx", g_dir, hash);
+    cr_expect_neq(stat(path, &st), 0, "the build wrote PTX nobody asked for");
+    r = CLI(g_dir, NULL, "inspect", PROBLEM, "--arch", "sm_90a", "--ptx");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_expect(strstr(r.out, ".target sm_90a") != NULL, "%.300s", r.out);
+    cr_expect(strstr(r.out, ".entry") != NULL, "%.300s", r.out);
+    cli_free(&r);
+    json_decref(k);
+}
+
 static char *read_out(const char *dir, const char *name) {
     char path[1200];
     snprintf(path, sizeof(path), "%s/%s", dir, name);

@@ -11,14 +11,13 @@
 #include "cubin_info.h"
 #include "toolchain.h"
 
-static const char *k_src =
-    "extern \"C\" __global__ void probe(float *x, int n) {\n"
-    "    __shared__ float s[256];\n"
-    "    int i = threadIdx.x;\n"
-    "    s[i] = i < n ? x[i] : 0.f;\n"
-    "    __syncthreads();\n"
-    "    if (i < n) x[i] = s[255 - i] * 2.f;\n"
-    "}\n";
+static const char *k_src = "extern \"C\" __global__ void probe(float *x, int n) {\n"
+                           "    __shared__ float s[256];\n"
+                           "    int i = threadIdx.x;\n"
+                           "    s[i] = i < n ? x[i] : 0.f;\n"
+                           "    __syncthreads();\n"
+                           "    if (i < n) x[i] = s[255 - i] * 2.f;\n"
+                           "}\n";
 
 static const char *system_toolkit(void) {
     const char *h = getenv("CUDA_HOME");
@@ -52,7 +51,7 @@ static void compile_ok(const jit__toolchain_t *tc, const char *target) {
     jit__compiled_t c;
     jit__diag_t d;
     jit__diag_init(&d);
-    jit_status_t st = jit__compile(tc, k_src, "probe", target, 1, &c, &d);
+    jit_status_t st = jit__compile(tc, k_src, "probe", target, JIT__COMPILE_CUBIN_AND_PTX, &c, &d);
     cr_assert_eq(st, JIT_OK, "%s: %s\n%s", target, d.msg, d.log ? d.log : "");
     cr_assert_gt(c.cubin_size, 0);
     cr_assert_gt(c.registers, 0, "no register count for %s:\n%s", target, c.log);
@@ -111,7 +110,7 @@ Test(compile, errors_carry_the_nvrtc_log) {
     cr_assert_eq(jit__toolchain_get(NULL, &tc, &d), JIT_OK);
     jit__compiled_t c;
     jit_status_t st = jit__compile(tc, "extern \"C\" __global__ void k() { undeclared(); }", "bad",
-                                   "sm_90a", 1, &c, &d);
+                                   "sm_90a", JIT__COMPILE_CUBIN_AND_PTX, &c, &d);
     cr_assert_eq(st, JIT_COMPILE_FAILED);
     cr_assert(strstr(d.msg, "bad"), "%s", d.msg);
     cr_assert_not_null(d.log);
@@ -123,13 +122,13 @@ Test(compile, errors_carry_the_nvrtc_log) {
     st = jit__compile(tc,
                       "extern \"C\" __global__ void k(int *p) { asm volatile(\"bogus.op %0;\" :: "
                       "\"r\"(*p)); }",
-                      "badptx", "sm_90a", 1, &c, &d);
+                      "badptx", "sm_90a", JIT__COMPILE_CUBIN_AND_PTX, &c, &d);
     cr_assert_eq(st, JIT_LINK_FAILED, "%s", d.msg);
     cr_assert_not_null(d.log);
     jit__compiled_free(&c);
     jit__diag_clear(&d);
     jit__diag_init(&d);
-    st = jit__compile(tc, k_src, "probe", "compute_90", 1, &c, &d);
+    st = jit__compile(tc, k_src, "probe", "compute_90", JIT__COMPILE_CUBIN_AND_PTX, &c, &d);
     cr_assert_eq(st, JIT_UNKNOWN_ARCH);
     jit__compiled_free(&c);
     jit__diag_clear(&d);

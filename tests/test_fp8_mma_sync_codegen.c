@@ -377,7 +377,8 @@ static void compile_family(const jit__toolchain_t *tc, const char *arch, const c
             jit__compiled_t c;
             jit__diag_t d;
             jit__diag_init(&d);
-            jit_status_t st = jit__compile(tc, src, jit__plan_kernel_name(&p), target, 1, &c, &d);
+            jit_status_t st = jit__compile(tc, src, jit__plan_kernel_name(&p), target,
+                                           JIT__COMPILE_CUBIN_AND_PTX, &c, &d);
             cr_assert_eq(st, JIT_OK, "%s band %d %s with NVRTC %d.%d: %s\n%s", target, band,
                          jit_epilogue_name(k_epilogues[e]), tc->id.nvrtc_major, tc->id.nvrtc_minor,
                          d.msg, d.log ? d.log : "");

@@ -183,7 +183,8 @@ Test(fp8_wgmma, compiles_for_sm_90a_without_spills_or_serialised_wgmma, .timeout
             jit__diag_init(&d);
             cr_assert_eq(jit__generate(&p, &k, &src, &d), JIT_OK, "%s", d.msg);
             jit__compiled_t c;
-            jit_status_t st = jit__compile(tc, src, jit__plan_kernel_name(&p), "sm_90a", 1, &c, &d);
+            jit_status_t st = jit__compile(tc, src, jit__plan_kernel_name(&p), "sm_90a",
+                                           JIT__COMPILE_CUBIN_AND_PTX, &c, &d);
             cr_assert_eq(st, JIT_OK, "band %d %s: %s\n%s", band, jit_epilogue_name(k_epilogues[e]),
                          d.msg, d.log ? d.log : "");
             const char *what = jit_epilogue_name(k_epilogues[e]);
@@ -410,7 +411,8 @@ Test(fp8_wgmma, decode_kernels_compile_without_spills_or_serialised_wgmma, .time
             cr_assert_eq(jit__generate(&p, &k, &src, &d), JIT_OK, "%s", d.msg);
             cr_expect(strstr(src, "#include \"fp8_wgmma/device/fp8_wgmma_decode.cuh\""));
             jit__compiled_t c;
-            jit_status_t st = jit__compile(tc, src, jit__plan_kernel_name(&p), "sm_90a", 1, &c, &d);
+            jit_status_t st = jit__compile(tc, src, jit__plan_kernel_name(&p), "sm_90a",
+                                           JIT__COMPILE_CUBIN_AND_PTX, &c, &d);
             cr_assert_eq(st, JIT_OK, "%s %s: %s\n%s", forced[f], jit_epilogue_name(k_epilogues[e]),
                          d.msg, d.log ? d.log : "");
             cr_expect_eq(c.spill_stores + c.spill_loads, 0, "%s spills:\n%s", forced[f], c.log);

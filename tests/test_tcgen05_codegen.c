@@ -132,7 +132,7 @@ static char *ptx_of(const jit__toolchain_t *tc, const char *src, const char *tar
     memset(&c, 0, sizeof(c));
     jit__diag_t d;
     jit__diag_init(&d);
-    jit_status_t st = jit__compile(tc, src, "tcgen05.cu", target, 0, &c, &d);
+    jit_status_t st = jit__compile(tc, src, "tcgen05.cu", target, JIT__COMPILE_PTX, &c, &d);
     cr_assert_eq(st, JIT_OK, "PTX for %s: %s\n%s", target, d.msg, d.log ? d.log : "");
     cr_assert_not_null(c.ptx);
     char *ptx = strdup(c.ptx);
@@ -150,7 +150,8 @@ static void compile_checked(const jit__toolchain_t *tc, const jit__plan_t *plan,
     memset(&c, 0, sizeof(c));
     jit__diag_t d;
     jit__diag_init(&d);
-    jit_status_t st = jit__compile(tc, src, "tcgen05.cu", target, 1, &c, &d);
+    jit_status_t st =
+        jit__compile(tc, src, "tcgen05.cu", target, JIT__COMPILE_CUBIN_AND_PTX, &c, &d);
     cr_assert_eq(st, JIT_OK, "%s for %s (NVRTC %d.%d): %s\n%s", what, target, tc->id.nvrtc_major,
                  tc->id.nvrtc_minor, d.msg, d.log ? d.log : "");
     cr_assert_gt(c.cubin_size, 0);
