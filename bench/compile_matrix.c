@@ -120,8 +120,7 @@ static void run_job(job_t *j) {
         return;
     }
     j->generated = 1;
-    if (jit__compile(j->tc, src, "tcgen05.cu", target, JIT__COMPILE_CUBIN_AND_PTX, &j->out, &d) !=
-        JIT_OK) {
+    if (jit__compile(j->tc, src, "tcgen05.cu", target, JIT__COMPILE_CUBIN, &j->out, &d) != JIT_OK) {
         first_line(j->error, sizeof(j->error), d.log && *d.log ? d.log : d.msg);
         jit__diag_clear(&d);
         free(src);
