@@ -709,9 +709,11 @@ static uint64_t box_gmem_bytes(const recorded_map_t *m, const jit__tc_operand_t 
     return n * m->box[0] * elem_bytes(m->dtype);
 }
 
-static void encode_and_check(const char *archname, fmt_t f, int cg, int tile_n, int breuse) {
-    jit__plan_t plan;
-    plan_of(archname, f, cg, tile_n, breuse, JIT_EPILOGUE_LINEAR_ADD, &plan);
+/* Encode the plan's tensor maps through the recording driver (which enforces cuda.h's rules,
+ * box dims <= 256 among them) and check that the boxes fill exactly what the plan expects. */
+static void check_maps_of(const jit__plan_t *p, const char *archname, const char *fname, int cg,
+                          int tile_n) {
+    jit__plan_t plan = *p;
     jit__driver_t drv = fake_driver();
     static _Alignas(256) unsigned char buf[6][256];
     jit_operands_t ops;
@@ -728,7 +730,7 @@ static void encode_and_check(const char *archname, fmt_t f, int cg, int tile_n, 
     jit__diag_init(&d);
     g_n_maps = 0;
     jit_status_t st = jit__tc_params_build(&drv, &plan, &sh, &ops, 1.0f, 0, buf[0], 8, &params, &d);
-    cr_assert_eq(st, JIT_OK, "%s %s cg%d N%d: %s", archname, f.name, cg, tile_n, d.msg);
+    cr_assert_eq(st, JIT_OK, "%s %s cg%d N%d: %s", archname, fname, cg, tile_n, d.msg);
     cr_assert_eq(g_n_maps, 7, "A, B (preferred and fallback), SFA, SFB, D");
     const recorded_map_t *a = &g_maps[0], *b = &g_maps[2], *sfa = &g_maps[4], *sfb = &g_maps[5];
     const jit__tc_plan_t *tc = jit__tc_of(&plan);
@@ -741,13 +743,19 @@ static void encode_and_check(const char *archname, fmt_t f, int cg, int tile_n, 
                          box_gmem_bytes(b, &tc->b) +
                      (uint64_t)halves * box_gmem_bytes(sfa, NULL) + box_gmem_bytes(sfb, NULL);
     cr_assert_eq(bytes, tc->expect_tx_bytes, "%s %s cg%d N%d: boxes move %llu bytes, expect_tx %u",
-                 archname, f.name, cg, tile_n, (unsigned long long)bytes, tc->expect_tx_bytes);
+                 archname, fname, cg, tile_n, (unsigned long long)bytes, tc->expect_tx_bytes);
     /* The SMEM the boxes fill is the plan's stage. */
     cr_assert_eq((uint64_t)sfb->box[0] * 2 * sfb->box[1] * sfb->box[2], tc->sfb_stage_bytes);
     cr_assert_eq((uint64_t)halves * sfa->box[0] * 2 * sfa->box[1], tc->sfa_stage_bytes);
     cr_assert_eq(params.m, 1345);
     cr_assert_eq(params.ld_residual, plan.spec.n);
     cr_assert_eq(params.token_slots, 8u);
+}
+
+static void encode_and_check(const char *archname, fmt_t f, int cg, int tile_n, int breuse) {
+    jit__plan_t plan;
+    plan_of(archname, f, cg, tile_n, breuse, JIT_EPILOGUE_LINEAR_ADD, &plan);
+    check_maps_of(&plan, archname, f.name, cg, tile_n);
 }
 
 Test(codegen_tc, tensor_maps_follow_the_tma_rules) {
@@ -757,6 +765,45 @@ Test(codegen_tc, tensor_maps_follow_the_tma_rules) {
     encode_and_check("sm_107a", NVFP4, 2, 256, 1);
     encode_and_check("sm_107a", MIXED, 1, 64, -1); /* the packed SW64 operand */
     encode_and_check("sm_107a", UE5M3, 2, 128, -1);
+}
+
+/* The same checks over every variant the planner accepts: each arch, format, CTA group, tile N
+ * and B-reuse setting (issue 10's plan-invariant sweep for the TMA side). */
+Test(codegen_tc, tensor_maps_of_every_variant) {
+    const char *arches[] = {"sm_100a", "sm_103a", "sm_107a"};
+    const fmt_t E5M2X2 = {"mxfp8/e5m2", JIT_DTYPE_E5M2, JIT_DTYPE_E5M2, JIT_SCALE_UE8M0_32};
+    const fmt_t UE5M3_32 = {"fp4/ue5m3-32", JIT_DTYPE_E2M1, JIT_DTYPE_E2M1, JIT_SCALE_UE5M3_32};
+    const fmt_t fmts[] = {NVFP4, MXFP4, MXFP8, E5M2X2, MIXED, UE5M3, UE5M3_32};
+    const int tiles[] = {64, 128, 192, 256};
+    int checked = 0;
+    for (int ai = 0; ai < 3; ai++)
+        for (size_t fi = 0; fi < sizeof(fmts) / sizeof(fmts[0]); fi++)
+            for (int cg = 1; cg <= 2; cg++)
+                for (int ti = 0; ti < 4; ti++)
+                    for (int br = -1; br <= 1; br += 2) {
+                        jit__gemm_spec_t s = {.n = 4096,
+                                              .k = 4096,
+                                              .a = fmts[fi].a,
+                                              .b = fmts[fi].b,
+                                              .out = JIT_DTYPE_BF16,
+                                              .scales = fmts[fi].scales,
+                                              .epilogue = JIT_EPILOGUE_LINEAR_ADD};
+                        const jit__arch_profile_t *ap = arch(arches[ai]);
+                        jit__tc_variant_t v = {cg, tiles[ti], br};
+                        jit__plan_t plan;
+                        jit__diag_t d;
+                        jit__diag_init(&d);
+                        if (jit__plan_tc_make_variant(&s, 4, ap->default_sm_count, ap, &v, &plan,
+                                                      &d) != JIT_OK) {
+                            jit__diag_clear(&d);
+                            continue;
+                        }
+                        check_maps_of(&plan, arches[ai], fmts[fi].name, cg, tiles[ti]);
+                        checked++;
+                    }
+    /* sm_100a/103a: 5 formats without UE5M3 x 2 groups x 4 tiles; sm_107a: 7 formats x 4 tiles
+     * x (1-CTA, 2-CTA, 2-CTA with B-reuse). A change in what plans shows up here. */
+    cr_expect_eq(checked, 2 * (5 * 2 * 4) + 7 * 4 * 3, "checked %d variants", checked);
 }
 
 Test(codegen_tc, tensor_maps_refuse_bad_strides) {
