@@ -9,7 +9,8 @@
 #    `pip download` and unpacked by hand, so nothing is installed system-wide; the library finds
 #    that folder at run time and prefers the newest NVRTC it sees (CUDA 13.0's NVRTC cannot
 #    target sm_107a, 13.4 and later can). The unpacked libraries are checked by loading them and
-#    asking NVRTC for its version and its list of supported targets.
+#    asking NVRTC for its version and its list of supported targets. nvdisasm, for the static
+#    SASS checks, goes into .deps/cuda-<major.minor>/bin the same way.
 # 3. Configures and builds into build/.
 #
 # Idempotent: a second run installs nothing and downloads nothing. Runs as root, or as a user
@@ -21,6 +22,7 @@ set -euo pipefail
 # ---- pinned versions (the one place to change them) ----------------------------------------
 NVRTC_WHEEL_VERSION=13.5.37
 NVJITLINK_WHEEL_VERSION=13.5.37
+NVDISASM_WHEEL_VERSION=13.5.37
 APT_PACKAGES=(gcc make cmake pkg-config libjansson-dev libcriterion-dev libxxhash-dev)
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,7 +36,7 @@ for arg in "$@"; do
     --no-build) do_build=0 ;;
     --no-nvrtc) do_nvrtc=0 ;;
     -h | --help)
-        sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+        sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
@@ -178,6 +180,35 @@ if [ "$do_nvrtc" -eq 1 ]; then
     esac
 else
     say "skipping NVRTC download (--no-nvrtc): the system toolkit's NVRTC will be used"
+fi
+
+# ---- 2b. project-local nvdisasm ---------------------------------------------------------------
+# For the static SASS checks of the tcgen05 kernels (scripts/sass-check.py, ctest sass_check):
+# nvdisasm is a separate wheel; it goes into the same folder, beside NVRTC. Without it that
+# test reports itself skipped.
+if [ "$do_nvrtc" -eq 1 ]; then
+    nvdisasm="$DEPS_DIR/bin/nvdisasm"
+    if [ -x "$nvdisasm" ] && "$nvdisasm" --version 2>/dev/null | grep -q "release ${NVDISASM_WHEEL_VERSION%.*}"; then
+        say "nvdisasm already in ${DEPS_DIR#"$ROOT"/}/bin"
+    else
+        tmpd="$(mktemp -d)"
+        say "pip download nvidia-cuda-nvdisasm==$NVDISASM_WHEEL_VERSION (into a temporary folder)"
+        if python3 -m pip download --quiet --no-deps --only-binary=:all: \
+            --disable-pip-version-check --dest "$tmpd/wheels" \
+            "nvidia-cuda-nvdisasm==$NVDISASM_WHEEL_VERSION"; then
+            python3 -m zipfile -e "$tmpd"/wheels/*.whl "$tmpd/unpacked"
+            mkdir -p "$DEPS_DIR/bin"
+            # Copy under a temporary name and rename, so an interrupted run leaves no
+            # half-written binary that looks installed.
+            cp "$tmpd/unpacked/nvidia/cu13/bin/nvdisasm" "$DEPS_DIR/bin/.nvdisasm.partial"
+            chmod 755 "$DEPS_DIR/bin/.nvdisasm.partial"
+            mv "$DEPS_DIR/bin/.nvdisasm.partial" "$nvdisasm"
+            say "nvdisasm installed: $("$nvdisasm" --version | grep release)"
+        else
+            say "warning: could not download nvdisasm; the SASS checks will be skipped"
+        fi
+        rm -rf "$tmpd"
+    fi
 fi
 
 # ---- 3. build ---------------------------------------------------------------------------------
