@@ -45,8 +45,7 @@ static void print_usage(FILE *f) {
 }
 
 static int print_version(void) {
-    printf("jitgemm %d.%d.%d (key format %d, device code %.16s)\n", JITGEMM_VERSION_MAJOR,
-           JITGEMM_VERSION_MINOR, JITGEMM_VERSION_PATCH, JIT_KEY_FORMAT_VERSION,
+    printf("jitgemm %s (key format %d, device code %.16s)\n", jit_version(), JIT_KEY_FORMAT_VERSION,
            jit__device_files_hash());
     /* The toolchain is part of every key, so it is what a user comparing caches needs to see. */
     const jit__toolchain_t *tc = NULL;
