@@ -92,6 +92,13 @@ if [ -n "$toolkit" ]; then
     echo "$out"
     case $out in *"$prefix/$libdir/jitgemm-toolkits/cuda-"*) ;;
     *) fail "the installed CLI did not find the toolkit in <libdir>/jitgemm-toolkits" ;; esac
+    # The shared library finds it beside itself, whatever program loaded it.
+    step "a program using the installed shared library compiles with that toolkit"
+    out=$("${clean_env[@]}" JITGEMM_LOG=info "$work/cmake-shared/consumer" "$version" \
+        "$work/cache-prewarm" prewarm 2>&1) || fail "prewarm through the shared library: $out"
+    echo "$out"
+    case $out in *"NVRTC "*" ($prefix/$libdir/jitgemm-toolkits/cuda-"*) ;;
+    *) fail "the installed shared library did not compile with <libdir>/jitgemm-toolkits" ;; esac
 else
     step "no project-local toolkit in $deps: the relative search is not exercised"
 fi
