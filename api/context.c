@@ -8,6 +8,7 @@
 
 #include "context.h"
 #include "driver.h"
+#include "log_level.h"
 
 /* ---- last error ------------------------------------------------------------------------ */
 
@@ -64,19 +65,6 @@ jit_status_t jit__ctx_error(const jit_context_t *ctx, jit__diag_t *d) {
 }
 
 /* ---- create / destroy ------------------------------------------------------------------ */
-
-static jit_log_level_t env_log_level(jit_log_level_t dflt) {
-    const char *v = getenv("JITGEMM_LOG");
-    if (!v || !*v)
-        return dflt;
-    static const char *const names[] = {"silent", "error", "warn", "info", "debug"};
-    for (int i = 0; i < 5; i++)
-        if (strcmp(v, names[i]) == 0)
-            return (jit_log_level_t)i;
-    if (v[0] >= '0' && v[0] <= '4' && v[1] == '\0')
-        return (jit_log_level_t)(v[0] - '0');
-    return dflt;
-}
 
 /* Arch and SM count of the device a context would run on: the current CUDA context's device,
  * else device 0. Silently nothing when there is no GPU. */
@@ -149,7 +137,10 @@ jit_status_t jit_context_create(const jit_context_options_t *opt, jit_context_t 
         jit__fail(&d, JIT_OUT_OF_MEMORY, "jit_context_create: out of memory");
         return jit__ctx_error(NULL, &d);
     }
-    ctx->log_level = env_log_level(opt->log_level);
+    if (jit__log_level_from_env(opt->log_level, &ctx->log_level, &d) != JIT_OK) {
+        free(ctx);
+        return jit__ctx_error(NULL, &d);
+    }
     const jit__arch_profile_t *dev_arch;
     int dev_sms;
     detect_device(&dev_arch, &dev_sms);

@@ -28,6 +28,8 @@ extern "C" {
 #define JIT_EXTERN
 #endif
 
+/* The version this header belongs to; jit_version() says which library is loaded. Both come
+ * from CMakeLists.txt's project(VERSION), and the build fails if they disagree. */
 #define JITGEMM_VERSION_MAJOR 0
 #define JITGEMM_VERSION_MINOR 1
 #define JITGEMM_VERSION_PATCH 0
@@ -65,6 +67,10 @@ typedef enum jit_status {
 JIT_EXTERN const char *jit_status_string(jit_status_t status);
 /* The code's name, e.g. "JIT_INVALID_SHAPE". Never NULL. */
 JIT_EXTERN const char *jit_status_name(jit_status_t status);
+
+/* The loaded library's version, "MAJOR.MINOR.PATCH". Never NULL. A program built against one
+ * header and run with another library can compare this with JITGEMM_VERSION_*. */
+JIT_EXTERN const char *jit_version(void);
 
 /* ---- problem description ----------------------------------------------------------------- */
 

@@ -108,8 +108,11 @@ static jit_status_t disk_or_compile(jit_context_t *ctx, const jit__toolchain_t *
                                     jit__cubin_rec_t *rec, int *compiled, jit__diag_t *d) {
     int found = 0;
     *compiled = 0;
+    const char *name = jit__plan_kernel_name(plan);
     jit_status_t st =
         jit__cache_get(ctx->cache, key->hash, &rec->entry, &rec->cubin, &rec->size, &found, d);
+    if (st == JIT_OK && found)
+        jit__log(ctx->log_level, JIT_LOG_INFO, "kernel %s (%s): disk hit", key->hash, name);
     if (st != JIT_OK || found)
         return st;
     int token = -1;
@@ -118,10 +121,20 @@ static jit_status_t disk_or_compile(jit_context_t *ctx, const jit__toolchain_t *
         return st;
     /* Another process may have published it while we waited for the lock. */
     st = jit__cache_get(ctx->cache, key->hash, &rec->entry, &rec->cubin, &rec->size, &found, d);
+    if (st == JIT_OK && found)
+        jit__log(ctx->log_level, JIT_LOG_INFO,
+                 "kernel %s (%s): disk hit (published by another process while this one waited)",
+                 key->hash, name);
     if (st == JIT_OK && !found) {
+        jit__log(ctx->log_level, JIT_LOG_INFO,
+                 "kernel %s (%s): miss, compiling for %s with NVRTC %d.%d (%s)", key->hash, name,
+                 key->target, tc->id.nvrtc_major, tc->id.nvrtc_minor,
+                 tc->dir[0] ? tc->dir : "loader default path");
         st = compile_key(ctx, tc, plan, key, rec, d);
         if (st == JIT_OK) {
             *compiled = 1;
+            jit__log(ctx->log_level, JIT_LOG_INFO, "kernel %s (%s): compiled in %.2f s", key->hash,
+                     name, rec->entry.compile_seconds);
             jit__diag_t pd;
             jit__diag_init(&pd);
             /* A cache that cannot take the entry costs a recompile next time, nothing more. */
@@ -146,6 +159,10 @@ jit_status_t jit__ctx_obtain(jit_context_t *ctx, const jit__toolchain_t *tc,
         if (r) {
             fill_out(r, 0, out);
             pthread_mutex_unlock(&ctx->lock);
+            /* The hot path: checked here so a quiet context does not format anything. */
+            if (ctx->log_level >= JIT_LOG_DEBUG)
+                jit__log(ctx->log_level, JIT_LOG_DEBUG, "kernel %s (%s): memory hit", key->hash,
+                         jit__plan_kernel_name(plan));
             return JIT_OK;
         }
         if (!is_inflight(ctx, key->hash))

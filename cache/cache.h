@@ -108,6 +108,14 @@ jit_status_t jit__cache_gc(jit__cache_t *c, const jit__toolchain_id_t *keep, siz
                            int generator_version, const char *device_hash, size_t *removed,
                            jit__diag_t *d);
 
+/* What jit__cache_gc with the same arguments would remove, each thing reported with the reason
+ * (hash or file name, reason); *would_remove = how many. Removes, rewrites and locks nothing,
+ * so it also works on a read-only cache. */
+jit_status_t jit__cache_gc_dry_run(jit__cache_t *c, const jit__toolchain_id_t *keep, size_t n_keep,
+                                   int generator_version, const char *device_hash,
+                                   jit__cache_report_fn report, void *user, size_t *would_remove,
+                                   jit__diag_t *d);
+
 /* Remove every entry and the manifest. */
 jit_status_t jit__cache_clear(jit__cache_t *c, size_t *removed, jit__diag_t *d);
 

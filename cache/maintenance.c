@@ -241,16 +241,26 @@ static int toolchain_kept(const jit__toolchain_id_t *tc, const jit__toolchain_id
     return 0;
 }
 
-/* Remove regular files under `sub` older than `age` seconds. Returns how many. */
-static size_t sweep_dir(jit__cache_t *c, const char *sub, int64_t age, jit__diag_t *d) {
+/* Remove regular files under `sub` older than `age` seconds (dry: only report them). Returns
+ * how many. */
+static size_t sweep_dir(jit__cache_t *c, const char *sub, int64_t age, int dry,
+                        jit__cache_report_fn report, void *user, jit__diag_t *d) {
     jit__cache_stray_t *files;
     size_t n, removed = 0;
     int64_t now = (int64_t)time(NULL);
     if (jit__cache_list_dir(c, sub, &files, &n, d) != JIT_OK)
         return 0;
-    for (size_t i = 0; i < n; i++)
-        if (now - files[i].mtime >= age && unlinkat(c->dirfd, files[i].name, 0) == 0)
+    for (size_t i = 0; i < n; i++) {
+        if (now - files[i].mtime < age)
+            continue;
+        if (dry) {
+            if (report)
+                report(files[i].name, "stale temporary file", user);
             removed++;
+        } else if (unlinkat(c->dirfd, files[i].name, 0) == 0) {
+            removed++;
+        }
+    }
     free(files);
     return removed;
 }
@@ -272,75 +282,127 @@ static void sweep_locks(jit__cache_t *c, json_t *live) {
     free(files);
 }
 
-jit_status_t jit__cache_gc(jit__cache_t *c, const jit__toolchain_id_t *keep, size_t n_keep,
-                           int generator_version, const char *device_hash, size_t *removed,
+/* Why gc drops the entry `it` (into why), or 0 to keep it (*e then filled). */
+static int drop_reason(jit__cache_t *c, const jit__cache_item_t *it,
+                       const jit__toolchain_id_t *keep, size_t n_keep, int generator_version,
+                       const char *device_hash, int64_t now, jit__cache_entry_t *e, char *why,
+                       size_t whysz) {
+    if (!(it->files & JIT__F_SIDECAR)) {
+        snprintf(why, whysz, "files without a sidecar, untouched for %d s or more",
+                 (int)JIT__CACHE_STALE_SECONDS);
+        return now - it->newest >= JIT__CACHE_STALE_SECONDS;
+    }
+    char check[JIT__CACHE_WHY_MAX] = "";
+    jit__check_t r = jit__cache_check_entry(c, it->hash, 1, e, NULL, NULL, check, sizeof(check));
+    if (r == JIT__CHECK_FAILED) /* unreadable now, not proven damaged: keep it */
+        r = jit__cache_check_entry(c, it->hash, 0, e, NULL, NULL, check, sizeof(check));
+    if (r != JIT__CHECK_OK)
+        snprintf(why, whysz, "%s: %s",
+                 r == JIT__CHECK_REFUSED  ? "not trusted"
+                 : r == JIT__CHECK_FAILED ? "unreadable"
+                                          : "damaged",
+                 check);
+    else if (generator_version > 0 && e->generator_version != generator_version)
+        snprintf(why, whysz, "key format %d, this library writes %d", e->generator_version,
+                 generator_version);
+    else if (device_hash && strcmp(e->device_hash, device_hash) != 0)
+        snprintf(why, whysz, "built from other device code (%.16s)", e->device_hash);
+    else if (!toolchain_kept(&e->toolchain, keep, n_keep))
+        snprintf(why, whysz, "built by NVRTC %d.%d, not a toolchain in use",
+                 e->toolchain.nvrtc_major, e->toolchain.nvrtc_minor);
+    else
+        return 0;
+    return 1;
+}
+
+/* gc, or with `dry` only its report: a dry run removes, rewrites and locks nothing, so it also
+ * works on a cache it could not write. */
+static jit_status_t gc_run(jit__cache_t *c, const jit__toolchain_id_t *keep, size_t n_keep,
+                           int generator_version, const char *device_hash, int dry,
+                           jit__cache_report_fn report, void *user, size_t *removed,
                            jit__diag_t *d) {
     size_t nremoved = 0;
     if (removed)
         *removed = 0;
     if (!c || (n_keep > 0 && !keep))
         return jit__fail(d, JIT_INVALID_ARGUMENT, "jit__cache_gc: NULL argument");
-    jit_status_t st = require_usable(c, 1, d);
-    int lock;
-    if (st != JIT_OK || (st = lock_manifest(c, &lock, d)) != JIT_OK)
+    jit_status_t st = require_usable(c, !dry, d);
+    int lock = -1;
+    if (st != JIT_OK || (!dry && (st = lock_manifest(c, &lock, d)) != JIT_OK))
         return st;
     jit__cache_scan_t scan;
     json_t *kept = json_object();
     if (!kept) {
-        jit__cache_manifest_unlock(lock);
+        if (!dry)
+            jit__cache_manifest_unlock(lock);
         return jit__fail(d, JIT_OUT_OF_MEMORY, "cache gc: out of memory");
     }
     if ((st = jit__cache_scan(c, &scan, d)) != JIT_OK) {
         json_decref(kept);
-        jit__cache_manifest_unlock(lock);
+        if (!dry)
+            jit__cache_manifest_unlock(lock);
         return st;
     }
     int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < scan.n && st == JIT_OK; i++) {
         const jit__cache_item_t *it = &scan.items[i];
-        char why[JIT__CACHE_WHY_MAX];
+        char why[JIT__CACHE_WHY_MAX + 64];
         jit__cache_entry_t e;
-        int drop;
-        if (!(it->files & JIT__F_SIDECAR)) {
-            drop = now - it->newest >= JIT__CACHE_STALE_SECONDS;
-        } else {
-            jit__check_t r =
-                jit__cache_check_entry(c, it->hash, 1, &e, NULL, NULL, why, sizeof(why));
-            if (r == JIT__CHECK_FAILED) /* unreadable now, not proven damaged: keep it */
-                r = jit__cache_check_entry(c, it->hash, 0, &e, NULL, NULL, why, sizeof(why));
-            drop = r != JIT__CHECK_OK ||
-                   (generator_version > 0 && e.generator_version != generator_version) ||
-                   (device_hash && strcmp(e.device_hash, device_hash) != 0) ||
-                   !toolchain_kept(&e.toolchain, keep, n_keep);
-            if (!drop) {
-                json_t *o = jit__cache_entry_to_object(&e);
-                if (!o || json_object_set_new(kept, e.hash, o) != 0)
-                    st = jit__fail(d, JIT_OUT_OF_MEMORY, "cache gc: out of memory");
-            }
+        if (drop_reason(c, it, keep, n_keep, generator_version, device_hash, now, &e, why,
+                        sizeof(why))) {
+            if (dry && report)
+                report(it->hash, why, user);
+            if (!dry)
+                jit__cache_remove_entry(c, it->hash);
+            nremoved++;
+        } else if (it->files & JIT__F_SIDECAR) {
+            json_t *o = jit__cache_entry_to_object(&e);
+            if (!o || json_object_set_new(kept, e.hash, o) != 0)
+                st = jit__fail(d, JIT_OUT_OF_MEMORY, "cache gc: out of memory");
         }
-        if (drop) {
-            jit__cache_remove_entry(c, it->hash);
+    }
+    for (size_t i = 0; i < scan.n_strays && st == JIT_OK; i++) {
+        if (now - scan.strays[i].mtime < JIT__CACHE_STALE_SECONDS)
+            continue;
+        if (dry) {
+            if (report)
+                report(scan.strays[i].name, "stray file in kernels/", user);
+            nremoved++;
+        } else if (jit__cache_remove_stray(c, &scan.strays[i])) {
             nremoved++;
         }
     }
-    for (size_t i = 0; i < scan.n_strays && st == JIT_OK; i++)
-        if (now - scan.strays[i].mtime >= JIT__CACHE_STALE_SECONDS &&
-            jit__cache_remove_stray(c, &scan.strays[i]))
-            nremoved++;
     jit__cache_scan_free(&scan);
     if (st == JIT_OK) {
-        nremoved += sweep_dir(c, "tmp", JIT__CACHE_STALE_SECONDS, NULL);
-        sweep_locks(c, kept);
-        int err = jit__cache_manifest_write(c, kept);
-        if (err)
-            st = jit__fail(d, JIT_IO_ERROR, "kernel cache %s: cannot write manifest.json: %s",
-                           c->dir, strerror(err));
+        nremoved += sweep_dir(c, "tmp", JIT__CACHE_STALE_SECONDS, dry, report, user, NULL);
+        if (!dry) {
+            sweep_locks(c, kept);
+            int err = jit__cache_manifest_write(c, kept);
+            if (err)
+                st = jit__fail(d, JIT_IO_ERROR, "kernel cache %s: cannot write manifest.json: %s",
+                               c->dir, strerror(err));
+        }
     }
     json_decref(kept);
-    jit__cache_manifest_unlock(lock);
+    if (!dry)
+        jit__cache_manifest_unlock(lock);
     if (removed)
         *removed = nremoved;
     return st;
+}
+
+jit_status_t jit__cache_gc(jit__cache_t *c, const jit__toolchain_id_t *keep, size_t n_keep,
+                           int generator_version, const char *device_hash, size_t *removed,
+                           jit__diag_t *d) {
+    return gc_run(c, keep, n_keep, generator_version, device_hash, 0, NULL, NULL, removed, d);
+}
+
+jit_status_t jit__cache_gc_dry_run(jit__cache_t *c, const jit__toolchain_id_t *keep, size_t n_keep,
+                                   int generator_version, const char *device_hash,
+                                   jit__cache_report_fn report, void *user, size_t *would_remove,
+                                   jit__diag_t *d) {
+    return gc_run(c, keep, n_keep, generator_version, device_hash, 1, report, user, would_remove,
+                  d);
 }
 
 /* ---- clear ------------------------------------------------------------------------------- */
@@ -374,7 +436,7 @@ jit_status_t jit__cache_clear(jit__cache_t *c, size_t *removed, jit__diag_t *d) 
         jit__cache_scan_free(&scan);
         /* Young temporaries are being written by publishes in flight (under no lock clear
          * could take); removing them made those publishes fail with a misleading ENOENT. */
-        sweep_dir(c, "tmp", JIT__CACHE_STALE_SECONDS, NULL);
+        sweep_dir(c, "tmp", JIT__CACHE_STALE_SECONDS, 0, NULL, NULL, NULL);
         sweep_locks(c, NULL);
         if (unlinkat(c->dirfd, "manifest.json", 0) != 0 && errno != ENOENT)
             st = jit__fail(d, JIT_IO_ERROR, "kernel cache %s: cannot remove manifest.json: %s",

@@ -15,6 +15,7 @@
  * toolchain are handed out for the life of the process.
  */
 #include "toolchain.h"
+#include "toolkit_dirs.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -303,28 +304,37 @@ static jit__toolchain_t *find_or_identify(const char *dir, char *why, size_t why
     return tc;
 }
 
+/* Caller holds g_lock. Identify every cuda-* folder of a project-local root. */
+static void scan_root(const char *root, char *why, size_t whysz) {
+    DIR *deps = opendir(root);
+    if (!deps)
+        return;
+    struct dirent *e;
+    char names[16][256];
+    int n = 0;
+    while ((e = readdir(deps)) && n < 16)
+        if (strncmp(e->d_name, "cuda-", 5) == 0)
+            snprintf(names[n++], sizeof(names[0]), "%s", e->d_name);
+    closedir(deps);
+    for (int i = 0; i < n; i++) {
+        char dir[sizeof(((jit__toolchain_t *)0)->dir)];
+        if (snprintf(dir, sizeof(dir), "%s/%s", root, names[i]) < (int)sizeof(dir))
+            find_or_identify(dir, why, whysz);
+    }
+}
+
 /* Caller holds g_lock. Identify every automatic candidate once. */
 static void scan_candidates(void) {
     if (g_scanned)
         return;
     g_scanned = 1;
     char why[512];
-    /* The project-local folder scripts/setup.sh fills: one sub-folder per toolkit version. */
-    DIR *deps = opendir(JITGEMM_DEPS_DIR);
-    if (deps) {
-        struct dirent *e;
-        char names[16][256];
-        int n = 0;
-        while ((e = readdir(deps)) && n < 16)
-            if (strncmp(e->d_name, "cuda-", 5) == 0)
-                snprintf(names[n++], sizeof(names[0]), "%s", e->d_name);
-        closedir(deps);
-        for (int i = 0; i < n; i++) {
-            char dir[sizeof(((jit__toolchain_t *)0)->dir)];
-            if (snprintf(dir, sizeof(dir), "%s/%s", JITGEMM_DEPS_DIR, names[i]) < (int)sizeof(dir))
-                find_or_identify(dir, why, sizeof(why));
-        }
-    }
+    /* The project-local folders (scripts/setup.sh fills one in a source tree, an install may
+     * hold one): one sub-folder per toolkit version. */
+    char roots[JIT__TOOLKIT_ROOTS_MAX][JIT__TOOLKIT_ROOT_LEN];
+    int n_roots = jit__toolkit_roots(roots, JIT__TOOLKIT_ROOTS_MAX);
+    for (int r = 0; r < n_roots; r++)
+        scan_root(roots[r], why, sizeof(why));
     const char *envs[] = {"CUDA_HOME", "CUDA_PATH"};
     for (int i = 0; i < 2; i++) {
         const char *v = getenv(envs[i]);
@@ -360,9 +370,9 @@ jit_status_t jit__toolchain_get(const char *dir, const jit__toolchain_t **out, j
         tc = g_auto_choice;
         if (!tc)
             snprintf(why, sizeof(why),
-                     "searched %s/cuda-*, $CUDA_HOME, $CUDA_PATH, /usr/local/cuda and the loader "
-                     "path; run scripts/setup.sh or set JITGEMM_TOOLKIT_DIR",
-                     JITGEMM_DEPS_DIR);
+                     "searched " JIT__TOOLKITS_FOLDER "/cuda-* beside the library or program (and "
+                     "in its lib folder), $CUDA_HOME, $CUDA_PATH, /usr/local/cuda and the loader "
+                     "path; run scripts/setup.sh or set JITGEMM_TOOLKIT_DIR");
     }
     pthread_mutex_unlock(&g_lock);
     if (!tc)

@@ -2,7 +2,8 @@
  * NVRTC and nvJitLink, loaded at run time with dlopen so that compile-only work runs on machines
  * without them at link time, and so a newer toolkit can be used without rebuilding. Candidates:
  * an explicit directory ($JITGEMM_TOOLKIT_DIR or the context option) wins outright; otherwise
- * the project-local folder that scripts/setup.sh fills, $CUDA_HOME, $CUDA_PATH and
+ * the project-local folders found beside the running module (toolkit_dirs.h: in a build tree
+ * a link to what scripts/setup.sh fills), $CUDA_HOME, $CUDA_PATH and
  * /usr/local/cuda are tried (the loader's search path only if none holds a toolkit) and the
  * newest NVRTC wins. NVRTC and nvJitLink are always taken from the same directory.
  *

@@ -5,6 +5,7 @@
  * deliberately damaged cubin.
  */
 #include <criterion/criterion.h>
+#include <ftw.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -354,6 +355,87 @@ Test(cli_prewarm, gc_removes_other_toolchains_and_generators_only) {
     cli_free(&r);
     r = CLI(g_dir, NULL, "cache", "list");
     cr_expect(strstr(r.out, "2 entries") != NULL, "a failed gc removed something: %s", r.out);
+    cli_free(&r);
+    free(path);
+}
+
+/* Every file under the cache with its size and modification time, one per line (malloc'd):
+ * equal snapshots mean nothing was written, renamed or removed. */
+static char *g_snap;
+static size_t g_snap_len;
+static int snap_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+    (void)type;
+    (void)ftw;
+    char line[1400];
+    int n = snprintf(line, sizeof(line), "%s %lld %lld.%09ld\n", path, (long long)st->st_size,
+                     (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+    g_snap = realloc(g_snap, g_snap_len + (size_t)n + 1);
+    memcpy(g_snap + g_snap_len, line, (size_t)n + 1);
+    g_snap_len += (size_t)n;
+    return 0;
+}
+static char *snapshot(const char *dir) {
+    g_snap = NULL;
+    g_snap_len = 0;
+    cr_assert_eq(nftw(dir, snap_one, 16, FTW_PHYS), 0);
+    return g_snap;
+}
+
+Test(cli_prewarm, gc_dry_run_reports_what_gc_removes_and_changes_nothing) {
+    char *path = list_path();
+    cli_result_t r = CLI(g_dir, NULL, "prewarm", path, "--json");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    line_rec_t recs[8];
+    size_t n = parse_lines(r.out, recs, 8);
+    cr_assert_eq(n, 4);
+    cli_free(&r);
+    edit_sidecar(recs[0].key, "nvrtc", json_string("9.9"));
+    edit_sidecar(recs[1].key, "generator_version", json_integer(JIT_KEY_FORMAT_VERSION + 7));
+    char cubin[1200];
+    snprintf(cubin, sizeof(cubin), "%s/kernels/%s.cubin", g_dir, recs[2].key);
+    cr_assert_eq(jt_write_file(cubin, "not a cubin"), 0);
+
+    char *before = snapshot(g_dir);
+    r = CLI(g_dir, NULL, "cache", "gc", "--dry-run");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    const char *want[][2] = {{recs[0].key, "built by NVRTC 9.9, not a toolchain in use"},
+                             {recs[1].key, "key format"},
+                             {recs[2].key, "damaged"}};
+    for (size_t i = 0; i < 3; i++) {
+        char line[256];
+        snprintf(line, sizeof(line), "would remove %s: %s", want[i][0], want[i][1]);
+        cr_expect(strstr(r.out, line) != NULL, "'%s' missing:\n%s", line, r.out);
+    }
+    cr_expect(strstr(r.out, recs[3].key) == NULL, "a current entry reported:\n%s", r.out);
+    cr_expect(strstr(r.out, "would remove 3 items") != NULL, "%s", r.out);
+    cli_free(&r);
+    r = CLI(g_dir, NULL, "cache", "gc", "--dry-run", "--json");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_expect_eq(cli_count_lines(r.out), 4, "three items and the count:\n%s", r.out);
+    const char *last = r.out + strlen(r.out) - 1;
+    while (last > r.out && last[-1] != '\n')
+        last--;
+    json_t *o = json_loads(last, 0, NULL);
+    cr_assert_not_null(o, "%s", r.out);
+    cr_expect_eq(json_integer_value(json_object_get(o, "would_remove")), 3, "%s", r.out);
+    json_decref(o);
+    cli_free(&r);
+    char *after = snapshot(g_dir);
+    cr_expect_str_eq(after, before, "a dry run changed the cache");
+    free(before);
+    free(after);
+
+    /* The real gc removes exactly what the dry run listed. */
+    r = CLI(g_dir, NULL, "cache", "gc", "--json");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    o = json_loads(r.out, 0, NULL);
+    cr_assert_not_null(o, "%s", r.out);
+    cr_expect_eq(json_integer_value(json_object_get(o, "removed")), 3, "%s", r.out);
+    json_decref(o);
+    cli_free(&r);
+
+    r = CLI(g_dir, NULL, "cache", "list", "--dry-run");
+    CLI_EXPECT(r, 2, "--dry-run applies to 'cache gc' only");
     cli_free(&r);
     free(path);
 }

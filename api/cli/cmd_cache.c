@@ -22,7 +22,7 @@
 const char jit__cli_cache_help[] =
     "Usage: jitgemm cache list   [--cache-dir D] [--json]\n"
     "       jitgemm cache verify [--cache-dir D] [--json]\n"
-    "       jitgemm cache gc     [--cache-dir D] [--toolkit-dir T] [--json]\n"
+    "       jitgemm cache gc     [--cache-dir D] [--toolkit-dir T] [--dry-run] [--json]\n"
     "       jitgemm cache clear  [--cache-dir D] [--json]\n"
     "\n"
     "  list    one line per entry: hash, arch, target (\"(fallback)\" when the cubin is the\n"
@@ -36,15 +36,18 @@ const char jit__cli_cache_help[] =
     "          its driver accepts), damaged entries, orphaned files and stale temporaries.\n"
     "          With no toolchain found, entries of every toolchain are kept (with a warning)\n"
     "          and only the rest is removed; a named toolkit directory that does not hold\n"
-    "          one is an error.\n"
+    "          one is an error. With --dry-run it prints what it would remove and why,\n"
+    "          and changes nothing (it also works on a read-only cache).\n"
     "  clear   remove every entry and the manifest\n"
     "\n"
     "Options:\n"
     "  --cache-dir D   cache directory (default $JITGEMM_CACHE_DIR, $XDG_CACHE_HOME/jitgemm,\n"
     "                  ~/.cache/jitgemm)\n"
     "  --toolkit-dir T gc only: the NVRTC/nvJitLink directory whose entries to keep\n"
+    "  --dry-run       gc only: report, remove nothing\n"
     "  --json          list: one manifest entry (JSON object) per line; verify: one\n"
-    "                  {\"hash\",\"problem\"} per line; gc and clear: {\"removed\": N}\n"
+    "                  {\"hash\",\"problem\"} per line; gc and clear: {\"removed\": N};\n"
+    "                  gc --dry-run: {\"name\",\"reason\"} per line, then {\"would_remove\": N}\n"
     "\n"
     "Exit status: 0 success, 1 failure (or verify found damage), 2 bad command line.\n";
 
@@ -167,7 +170,22 @@ static void print_removed(int json, const char *what, size_t removed, const char
                dir);
 }
 
-static int do_gc(jit__cache_t *c, const char *toolkit_dir, int json) {
+static void on_would_remove(const char *name, const char *reason, void *user) {
+    if (*(const int *)user) {
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(name));
+        json_object_set_new(o, "reason", json_string(reason));
+        char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (line)
+            puts(line);
+        free(line);
+        json_decref(o);
+    } else {
+        printf("would remove %s: %s\n", name, reason);
+    }
+}
+
+static int do_gc(jit__cache_t *c, const char *toolkit_dir, int dry_run, int json) {
     jit__diag_t d;
     jit__diag_init(&d);
     const jit__toolchain_t *tc = NULL;
@@ -224,6 +242,19 @@ static int do_gc(jit__cache_t *c, const char *toolkit_dir, int json) {
         rc = JIT_CLI_FAILED;
         goto done;
     }
+    if (dry_run) {
+        if (jit__cache_gc_dry_run(c, keep, n_keep, JIT_KEY_FORMAT_VERSION, jit__device_files_hash(),
+                                  on_would_remove, &json, &removed, &d) != JIT_OK) {
+            rc = cache_fail("gc", &d);
+            goto done;
+        }
+        if (json)
+            printf("{\"would_remove\": %zu}\n", removed);
+        else
+            printf("gc --dry-run: would remove %zu %s from %s; nothing was removed\n", removed,
+                   removed == 1 ? "item" : "items", jit__cache_dir(c));
+        goto done;
+    }
     if (jit__cache_gc(c, keep, n_keep, JIT_KEY_FORMAT_VERSION, jit__device_files_hash(), &removed,
                       &d) != JIT_OK) {
         rc = cache_fail("gc", &d);
@@ -252,10 +283,11 @@ static int do_clear(jit__cache_t *c, int json) {
 int jit__cli_cache(int argc, char **argv) {
     const char *verb = "cache";
     const char *cache_dir = NULL, *toolkit_dir = NULL;
-    int json = 0;
+    int json = 0, dry_run = 0;
     const jit__cli_opt_t opts[] = {
         {"cache-dir", "D", &cache_dir, NULL},
         {"toolkit-dir", "T", &toolkit_dir, NULL},
+        {"dry-run", NULL, NULL, &dry_run},
         {"json", NULL, NULL, &json},
     };
     const char *pos[1];
@@ -273,6 +305,8 @@ int jit__cli_cache(int argc, char **argv) {
                               action);
     if (toolkit_dir && !is_gc)
         return jit__cli_usage(verb, "--toolkit-dir applies to 'cache gc' only");
+    if (dry_run && !is_gc)
+        return jit__cli_usage(verb, "--dry-run applies to 'cache gc' only");
 
     jit__cache_t *c = NULL;
     jit__diag_t d;
@@ -287,7 +321,7 @@ int jit__cli_cache(int argc, char **argv) {
         jit__cli_error("cache %s: %s cannot be used (see the warning above)", action,
                        jit__cache_dir(c));
         rc = JIT_CLI_FAILED;
-    } else if ((is_gc || is_clear) && !jit__cache_writable(c)) {
+    } else if (((is_gc && !dry_run) || is_clear) && !jit__cache_writable(c)) {
         jit__cli_error("cache %s: %s is not writable", action, jit__cache_dir(c));
         rc = JIT_CLI_FAILED;
     } else if (is_list) {
@@ -295,7 +329,7 @@ int jit__cli_cache(int argc, char **argv) {
     } else if (is_verify) {
         rc = do_verify(c, json);
     } else if (is_gc) {
-        rc = do_gc(c, toolkit_dir, json);
+        rc = do_gc(c, toolkit_dir, dry_run, json);
     } else {
         rc = do_clear(c, json);
     }

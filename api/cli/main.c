@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "device_files.h"
 #include "key.h"
+#include "log_level.h"
 #include "plan.h"
 #include "toolchain.h"
 
@@ -40,13 +41,13 @@ static void print_usage(FILE *f) {
                "  JITGEMM_CACHE_DIR        cache directory (default $XDG_CACHE_HOME/jitgemm,\n"
                "                           else ~/.cache/jitgemm)\n"
                "  JITGEMM_CACHE_MAX_BYTES  cache size cap (default 4 GiB)\n"
-               "  JITGEMM_TOOLKIT_DIR      directory holding the NVRTC and nvJitLink to use\n\n"
-               "Exit status: 0 success, 1 the work failed, 2 bad command line.\n");
+               "  JITGEMM_TOOLKIT_DIR      directory holding the NVRTC and nvJitLink to use\n"
+               "  JITGEMM_LOG              " JIT__LOG_LEVEL_NAMES "; default warn\n\n"
+               "Exit status: 0 success, 1 the work failed, 2 bad command line or JITGEMM_LOG.\n");
 }
 
 static int print_version(void) {
-    printf("jitgemm %d.%d.%d (key format %d, device code %.16s)\n", JITGEMM_VERSION_MAJOR,
-           JITGEMM_VERSION_MINOR, JITGEMM_VERSION_PATCH, JIT_KEY_FORMAT_VERSION,
+    printf("jitgemm %s (key format %d, device code %.16s)\n", jit_version(), JIT_KEY_FORMAT_VERSION,
            jit__device_files_hash());
     /* The toolchain is part of every key, so it is what a user comparing caches needs to see. */
     const jit__toolchain_t *tc = NULL;
@@ -106,6 +107,16 @@ int main(int argc, char **argv) {
     if (jit__cli_wants_help(argc - 2, argv + 2)) {
         fputs(v->help, stdout);
         return JIT_CLI_OK;
+    }
+    /* Checked for every verb, not only those that create a context, so a mistyped level never
+     * passes silently. */
+    jit_log_level_t level;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    if (jit__log_level_from_env(JIT_LOG_WARN, &level, &d) != JIT_OK) {
+        jit__cli_error("%s", d.msg);
+        jit__diag_clear(&d);
+        return JIT_CLI_USAGE;
     }
     return v->run(argc - 2, argv + 2);
 }
