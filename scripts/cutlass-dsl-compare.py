@@ -44,6 +44,11 @@ CASES = [
     ("nvfp4-2cta-sm107a", "sm_107a", "e2m1", "e2m1", "ue4m3/16", 600),
     ("ue5m3-1cta-sm107a", "sm_107a", "e2m1", "e2m1", "ue5m3/16", 16),
     ("nvfp4-1cta-sm100a", "sm_100a", "e2m1", "e2m1", "ue4m3/16", 16),
+    ("mxfp4-1cta-sm107a", "sm_107a", "e2m1", "e2m1", "ue8m0/32", 16),
+    ("ue5m3-32-1cta-sm107a", "sm_107a", "e2m1", "e2m1", "ue5m3/32", 16),
+    ("fp8xfp4-1cta-sm107a", "sm_107a", "e4m3", "e2m1", "ue8m0/32", 16),
+    ("nvfp4-1cta-sm103a", "sm_103a", "e2m1", "e2m1", "ue4m3/16", 16),
+    ("mxfp8-2cta-sm100a", "sm_100a", "e4m3", "e4m3", "ue8m0/32", 600),
 ]
 
 
@@ -111,24 +116,24 @@ DRIVER = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
 import bs_gemm
-arch, ab, sf, vec, n, cta2, kb, cols = sys.argv[2:10]
+arch, a, b, sf, vec, n, cta2, kb, cols = sys.argv[2:11]
 bs_gemm.K_BLOCKS_PER_TILE = int(kb)
-bs_gemm.compile_kernel(arch, ab, sf, int(vec), int(n), cta2 == "1", tmem_cols=int(cols))
+bs_gemm.compile_kernel(arch, a, b, sf, int(vec), int(n), cta2 == "1", tmem_cols=int(cols))
 """
 
 
 def dsl(py, plan, case, work):
-    _, arch, a, _, scales, _ = case
+    _, arch, a, b, scales, _ = case
     sf, vec = scales.split("/")
     out = os.path.join(work, "dsl")
     os.makedirs(out, exist_ok=True)
     env = dict(os.environ, CUTE_DSL_ARCH=arch, CUTE_DSL_KEEP="ptx,cubin", CUTE_DSL_DUMP_DIR=out,
                PYTHONDONTWRITEBYTECODE="1")
-    dsl_arch = "sm_107" if arch.startswith("sm_107") else "sm_100"
+    dsl_arch = arch[:6]  # sm_100, sm_103, sm_107: the DSL's resource-map keys
     # Allocate what our plan allocates, so that the alloc spelling is compared like for like.
     cols = plan.get("tmem", {}).get("allocated_columns") or 0
     run([py, "-c", DRIVER, os.path.join(ROOT, "scripts", "cutlass_dsl_kernels"), dsl_arch, a,
-         sf, vec, str(plan["tile"]["n"]), "1" if plan["cta_group"] == 2 else "0",
+         b, sf, vec, str(plan["tile"]["n"]), "1" if plan["cta_group"] == 2 else "0",
          str(plan["instrs_per_tile_k"]), str(cols)], env=env)
     ptx = glob.glob(os.path.join(out, "*.ptx"))
     cubin = glob.glob(os.path.join(out, "*.cubin"))
@@ -164,11 +169,17 @@ def ptx_facts(ptx):
                 arg = l.strip().rstrip(";").split(",")[-1].strip()
                 dst.add("%s %s" % (strip_ops(l), movs.get(arg, arg)))
     f["alloc"] = sorted(alloc)
+    tx = set()
+    for l in lines:
+        if "mbarrier.arrive.expect_tx" in l:
+            arg = l.strip().rstrip(";").split(",")[-1].strip()
+            tx.add(int(movs.get(arg, arg)) if movs.get(arg, arg).isdigit() else arg)
+    f["expect_tx"] = sorted(tx, key=str)
     f["dealloc"] = sorted(dealloc)
     # 64-bit descriptor constants ORed into an address: version bit 46 set, address bits clear.
     consts = set()
-    for m in re.finditer(r"(?:or|mov)\.b64\s+%rd\d+,\s*(?:%rd\d+,\s*)?(\d+);", ptx):
-        v = int(m.group(1))
+    for m in re.finditer(r"(?:or|mov)\.b64\s+%rd\d+,\s*(?:%rd\d+,\s*)?(-?\d+);", ptx):
+        v = int(m.group(1)) & 0xFFFFFFFFFFFFFFFF
         if v >> 46 & 1 and v & 0x3FFF == 0:
             consts.add(v)
     f["desc_ab"] = sorted("0x%016X" % v for v in consts if v >> 61)
@@ -233,9 +244,11 @@ def compare(case, plan, o, d):
         rows.append((name, a, b, "same" if same else "DIFFERS", note))
 
     ours_idesc = int(plan["idesc"], 16)
-    no_default = lambda v: [x.replace(".collector::a::discard", "") for x in v]
+    def no_default(v):
+        v = [x.replace(".collector::a::discard", "") for x in v]
+        return [x.replace(".block32", "") if "mxf8f6f4" in x else x for x in v]
     row("tcgen05.mma", o["mma"], d["mma"], no_default(o["mma"]) == no_default(d["mma"]),
-        ".collector::a::discard is the default; compared without it")
+        "compared without the defaults .collector::a::discard and mxf8f6f4's .block32")
     row("idesc (runtime fields 0)", ["0x%08X" % ours_idesc], dsl_idesc(d["ptx_text"], ours_idesc))
     row("A/B smem desc constant", o["desc_ab"], d["desc_ab"])
     row("tcgen05.cp desc constant", o["desc_cp"], d["desc_cp"])
@@ -248,6 +261,9 @@ def compare(case, plan, o, d):
     row("tcgen05.dealloc", o["dealloc"], d["dealloc"], quals(o["dealloc"]) == quals(d["dealloc"]),
         "qualifier order differs only")
     row("tcgen05.cp", o["cp"], d["cp"])
+    tx = plan["expect_tx_bytes"] * plan["cta_group"]  # the leader expects both CTAs' bytes
+    row("TMA bytes per K tile (expect_tx)", [tx], d["expect_tx"],
+        note="ours: the plan's expect_tx_bytes x CTA group, as the kernel arms it")
     row("tcgen05.cp per MMA (PTX)", o["cp_per_mma"], d["cp_per_mma"],
         o["cp_per_mma"].split(" = ")[-1] == d["cp_per_mma"].split(" = ")[-1])
     loads = lambda v: [x for x in v if ".global.shared::" not in x]  # drop our epilogue's stores
@@ -261,7 +277,7 @@ def compare(case, plan, o, d):
 
 
 def fmt(v):
-    return " ".join(v) if isinstance(v, list) else str(v)
+    return " ".join(map(str, v)) if isinstance(v, list) else str(v)
 
 
 def main():

@@ -33,10 +33,11 @@ K_BLOCKS_PER_TILE = 4  # MMAs per K tile; the compare script sets it from jitgem
 
 
 class BsGemm:
-    def __init__(self, arch, ab, sf, sf_vec, tile_n, two_cta, tmem_cols=0):
+    def __init__(self, arch, a, b, sf, sf_vec, tile_n, two_cta, tmem_cols=0):
         self.arch = arch  # "sm_100" or "sm_107"
         self.tmem_cols = tmem_cols  # 0: the arch's maximum
-        self.ab_dtype = DTYPES[ab]
+        self.a_dtype = DTYPES[a]
+        self.b_dtype = DTYPES[b]
         self.sf_dtype = DTYPES[sf]
         self.sf_vec = sf_vec
         self.two_cta = two_cta
@@ -51,12 +52,13 @@ class BsGemm:
         km = tcgen05.OperandMajorMode.K
         if self.arch == "sm_107":
             import cutlass.utils.rubin_helpers as rubin
-            inst_k = 128 if self.ab_dtype == cutlass.Float4E2M1FN else 64
+            fp4 = self.a_dtype == self.b_dtype == cutlass.Float4E2M1FN
+            inst_k = 128 if fp4 else 64  # kind::mxf4nvf4 has K 128 on sm_107, mxf8f6f4 K 64
             return rubin.make_blockscaled_trivial_tiled_mma(
-                self.ab_dtype, self.ab_dtype, km, km, self.sf_dtype, self.sf_vec,
+                self.a_dtype, self.b_dtype, km, km, self.sf_dtype, self.sf_vec,
                 cta_group, (*mn, inst_k))
         return bw.make_blockscaled_trivial_tiled_mma(
-            self.ab_dtype, km, km, self.sf_dtype, self.sf_vec, cta_group, mn)
+            self.a_dtype, km, km, self.sf_dtype, self.sf_vec, cta_group, mn)
 
     @cute.jit
     def __call__(self, a_ptr: cute.Pointer, b_ptr: cute.Pointer, sfa_ptr: cute.Pointer,
@@ -73,8 +75,8 @@ class BsGemm:
         self.cluster_sfb_vmnk = cute.tiled_divide(cute.make_layout((*self.cluster_mn, 1)),
                                                   (tiled_mma_sfb.thr_id.shape,))
 
-        a_sl = bw.make_smem_layout_a(tiled_mma, self.mma_tiler, self.ab_dtype, STAGES)
-        b_sl = bw.make_smem_layout_b(tiled_mma, self.mma_tiler, self.ab_dtype, STAGES)
+        a_sl = bw.make_smem_layout_a(tiled_mma, self.mma_tiler, self.a_dtype, STAGES)
+        b_sl = bw.make_smem_layout_b(tiled_mma, self.mma_tiler, self.b_dtype, STAGES)
         sfa_sl = bsl.make_smem_layout_sfa(tiled_mma, self.mma_tiler, self.sf_vec, STAGES)
         sfb_sl = bsl.make_smem_layout_sfb(tiled_mma, self.mma_tiler, self.sf_vec, STAGES)
 
@@ -97,8 +99,8 @@ class BsGemm:
         tma_sfb, g_sfb = cute.nvgpu.make_tiled_tma_atom_B(
             sfb_op, sfb, cute.slice_(sfb_sl, one), self.mma_tiler_sfb, tiled_mma_sfb,
             self.cluster_sfb_vmnk.shape, internal_type=cutlass.Int16)
-        per_cta = (cute.size_in_bytes(self.ab_dtype, cute.slice_(a_sl, one))
-                   + cute.size_in_bytes(self.ab_dtype, cute.slice_(b_sl, one))
+        per_cta = (cute.size_in_bytes(self.a_dtype, cute.slice_(a_sl, one))
+                   + cute.size_in_bytes(self.b_dtype, cute.slice_(b_sl, one))
                    + cute.size_in_bytes(self.sf_dtype, cute.slice_(sfa_sl, one))
                    + cute.size_in_bytes(self.sf_dtype, cute.slice_(sfb_sl, one)))
         self.tx_bytes = per_cta * cute.size(tiled_mma.thr_id.shape)
@@ -110,8 +112,8 @@ class BsGemm:
             acc: cute.struct.MemRange[cutlass.Int64, 1]
             dealloc: cutlass.Int64
             tmem_base: cutlass.Int32
-            sA: cute.struct.Align[cute.struct.MemRange[self.ab_dtype, cute.cosize(a_sl.outer)], 1024]
-            sB: cute.struct.Align[cute.struct.MemRange[self.ab_dtype, cute.cosize(b_sl.outer)], 1024]
+            sA: cute.struct.Align[cute.struct.MemRange[self.a_dtype, cute.cosize(a_sl.outer)], 1024]
+            sB: cute.struct.Align[cute.struct.MemRange[self.b_dtype, cute.cosize(b_sl.outer)], 1024]
             sSFA: cute.struct.Align[cute.struct.MemRange[self.sf_dtype, cute.cosize(sfa_sl)], 1024]
             sSFB: cute.struct.Align[cute.struct.MemRange[self.sf_dtype, cute.cosize(sfb_sl)], 1024]
 
@@ -295,12 +297,12 @@ def one_stage():
     return (None, None, None, 0)
 
 
-def compile_kernel(arch, ab, sf, sf_vec, tile_n, two_cta, tmem_cols=0, m=512, n=768, k=2048):
+def compile_kernel(arch, a, b, sf, sf_vec, tile_n, two_cta, tmem_cols=0, m=512, n=768, k=2048):
     """Compile one kernel; PTX/cubin land where CUTE_DSL_DUMP_DIR points."""
     from cutlass.cute.runtime import make_ptr
-    g = BsGemm(arch, ab, sf, sf_vec, tile_n, two_cta, tmem_cols)
-    ptrs = [make_ptr(g.ab_dtype, 1 << 20, cute.AddressSpace.gmem, assumed_align=32),
-            make_ptr(g.ab_dtype, 1 << 20, cute.AddressSpace.gmem, assumed_align=32),
+    g = BsGemm(arch, a, b, sf, sf_vec, tile_n, two_cta, tmem_cols)
+    ptrs = [make_ptr(g.a_dtype, 1 << 20, cute.AddressSpace.gmem, assumed_align=32),
+            make_ptr(g.b_dtype, 1 << 20, cute.AddressSpace.gmem, assumed_align=32),
             make_ptr(g.sf_dtype, 1 << 20, cute.AddressSpace.gmem, assumed_align=16),
             make_ptr(g.sf_dtype, 1 << 20, cute.AddressSpace.gmem, assumed_align=16)]
     return cute.compile(g, *ptrs, m, n, k)
