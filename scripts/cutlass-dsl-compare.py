@@ -37,7 +37,7 @@ SKIP = 77
 DSL_PIN = "nvidia-cutlass-dsl[cu13]==4.8.1"
 
 # name, jitgemm arch, a, b, scales, tokens. Tokens 16 gives a 1-CTA plan, 600 a 2-CTA one
-# without B-reuse (the DSL kernel has no B-reuse).
+# without B-reuse, 4096 on sm_107a a 2-CTA B-reuse plan (two M halves of A per B tile).
 CASES = [
     ("nvfp4-1cta-sm107a", "sm_107a", "e2m1", "e2m1", "ue4m3/16", 16),
     ("mxfp8-1cta-sm107a", "sm_107a", "e4m3", "e4m3", "ue8m0/32", 16),
@@ -49,6 +49,7 @@ CASES = [
     ("fp8xfp4-1cta-sm107a", "sm_107a", "e4m3", "e2m1", "ue8m0/32", 16),
     ("nvfp4-1cta-sm103a", "sm_103a", "e2m1", "e2m1", "ue4m3/16", 16),
     ("mxfp8-2cta-sm100a", "sm_100a", "e4m3", "e4m3", "ue8m0/32", 600),
+    ("nvfp4-breuse-sm107a", "sm_107a", "e2m1", "e2m1", "ue4m3/16", 4096),  # B-reuse, 2-CTA
 ]
 
 
@@ -116,9 +117,10 @@ DRIVER = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
 import bs_gemm
-arch, a, b, sf, vec, n, cta2, kb, cols = sys.argv[2:11]
+arch, a, b, sf, vec, n, cta2, kb, cols, halves = sys.argv[2:12]
 bs_gemm.K_BLOCKS_PER_TILE = int(kb)
-bs_gemm.compile_kernel(arch, a, b, sf, int(vec), int(n), cta2 == "1", tmem_cols=int(cols))
+bs_gemm.compile_kernel(arch, a, b, sf, int(vec), int(n), cta2 == "1", tmem_cols=int(cols),
+                       halves=int(halves))
 """
 
 
@@ -134,7 +136,7 @@ def dsl(py, plan, case, work):
     cols = plan.get("tmem", {}).get("allocated_columns") or 0
     run([py, "-c", DRIVER, os.path.join(ROOT, "scripts", "cutlass_dsl_kernels"), dsl_arch, a,
          b, sf, vec, str(plan["tile"]["n"]), "1" if plan["cta_group"] == 2 else "0",
-         str(plan["instrs_per_tile_k"]), str(cols)], env=env)
+         str(plan["instrs_per_tile_k"]), str(cols), "2" if plan["breuse"] else "1"], env=env)
     ptx = glob.glob(os.path.join(out, "*.ptx"))
     cubin = glob.glob(os.path.join(out, "*.cubin"))
     if len(ptx) != 1 or len(cubin) != 1:
@@ -208,6 +210,8 @@ def sass_facts(nvdisasm, cubin):
     f["sass_alloc"] = sorted({o for o in ops if o.startswith(("UTCATOMSWS", "UTCALLOC"))})
     n_mma = sum(1 for o in ops if re.match(r"UTC\w*MMA", o))
     n_cp = sum(1 for o in ops if o.startswith("UTCCP"))
+    hints = re.findall(r"UTC\w*MMA[^\n]*?(\.B_[A-Z]+)", sass)
+    f["sass_b_hints"] = ["%s x%d" % (h, hints.count(h)) for h in sorted(set(hints))] or ["none"]
     f["sass_cp_per_mma"] = "%d/%d = %.2f" % (n_cp, n_mma, n_cp / n_mma) if n_mma else "-"
     return f
 
@@ -269,6 +273,9 @@ def compare(case, plan, o, d):
     loads = lambda v: [x for x in v if ".global.shared::" not in x]  # drop our epilogue's stores
     row("TMA loads (PTX)", loads(o["tma"]), loads(d["tma"]))
     row("SASS MMA", o["sass_mma"], d["sass_mma"])
+    row("SASS MMA B collector hints", o["sass_b_hints"], d["sass_b_hints"],
+        [h.split()[0] for h in o["sass_b_hints"]] == [h.split()[0] for h in d["sass_b_hints"]],
+        "compared by hint; the counts follow unrolling")
     row("SASS UTCCP", o["sass_cp"], d["sass_cp"])
     row("SASS UTCCP per MMA", o["sass_cp_per_mma"], d["sass_cp_per_mma"],
         o["sass_cp_per_mma"].split(" = ")[-1] == d["sass_cp_per_mma"].split(" = ")[-1])
@@ -304,7 +311,7 @@ def main():
     if not cases:
         die("no such case; cases: " + ", ".join(c[0] for c in CASES))
     work_root = args.keep or tempfile.mkdtemp(prefix="jitgemm-dsl-")
-    n_diff = 0
+    n_diff = n_fail = 0
     for case in cases:
         work = os.path.join(work_root, case[0])
         os.makedirs(work, exist_ok=True)
@@ -313,7 +320,7 @@ def main():
             dptx, dcubin = dsl(py, plan, case, work)
         except RuntimeError as e:
             print("\n## %s: could not compile: %s" % (case[0], e))
-            n_diff += 1
+            n_fail += 1
             continue
         o = ptx_facts(optx)
         o.update(sass_facts(nvdisasm, ocubin))
@@ -326,7 +333,7 @@ def main():
         print("\n## %s: %s %s x %s, %s, %d-CTA, tile %dx%d, %d MMAs of K %d per K tile "
               "(ours: %s; DSL PTX by %s)" % (
                   case[0], case[1], case[2], case[3], case[4], plan["cta_group"],
-                  plan["instr"]["m"], plan["tile"]["n"], plan["instrs_per_tile_k"],
+                  plan["tile"]["m"], plan["tile"]["n"], plan["instrs_per_tile_k"],
                   plan["instr"]["k"], o["ptx_target"],
                   re.search(r"release ([\d.]+)", dptx).group(1) if "release" in dptx else "?"))
         print("| property | ours | CUTLASS DSL | |")
@@ -339,6 +346,9 @@ def main():
     if not args.keep:
         shutil.rmtree(work_root, ignore_errors=True)
     print("\n%d differing rows (see docs/blackwell-rubin.md for which are expected)" % n_diff)
+    if n_fail:
+        print("%d case(s) did not compile" % n_fail)
+        return 1
     return 0
 
 

@@ -33,7 +33,7 @@ K_BLOCKS_PER_TILE = 4  # MMAs per K tile; the compare script sets it from jitgem
 
 
 class BsGemm:
-    def __init__(self, arch, a, b, sf, sf_vec, tile_n, two_cta, tmem_cols=0):
+    def __init__(self, arch, a, b, sf, sf_vec, tile_n, two_cta, tmem_cols=0, halves=1):
         self.arch = arch  # "sm_100" or "sm_107"
         self.tmem_cols = tmem_cols  # 0: the arch's maximum
         self.a_dtype = DTYPES[a]
@@ -43,6 +43,9 @@ class BsGemm:
         self.two_cta = two_cta
         self.cta_group = tcgen05.CtaGroup.TWO if two_cta else tcgen05.CtaGroup.ONE
         self.mma_mn = (256 if two_cta else 128, tile_n)
+        # halves 2: B reuse, two M halves of A per B tile; the first MMA of each K block keeps
+        # B in the collector (with_bkeep), the second consumes it (with_breuse). sm_107 only.
+        self.halves = halves
         self.cluster_mn = (2, 1) if two_cta else (1, 1)
         self.tma_warp = 0
         self.mma_warp = 1
@@ -68,7 +71,7 @@ class BsGemm:
         sfb_mn = (self.mma_mn[0] // (2 if self.two_cta else 1), cute.round_up(self.mma_mn[1], 128))
         tiled_mma_sfb = self._tiled_mma(tcgen05.CtaGroup.ONE, sfb_mn)
         inst_k = cute.size(tiled_mma.shape_mnk, mode=[2])
-        self.mma_tiler = (*self.mma_mn, inst_k * K_BLOCKS_PER_TILE)
+        self.mma_tiler = (self.mma_mn[0] * self.halves, self.mma_mn[1], inst_k * K_BLOCKS_PER_TILE)
         self.mma_tiler_sfb = (*sfb_mn, inst_k * K_BLOCKS_PER_TILE)
         self.cluster_vmnk = cute.tiled_divide(cute.make_layout((*self.cluster_mn, 1)),
                                               (tiled_mma.thr_id.shape,))
@@ -118,7 +121,7 @@ class BsGemm:
             sSFB: cute.struct.Align[cute.struct.MemRange[self.sf_dtype, cute.cosize(sfb_sl)], 1024]
 
         self.smem_t = Smem
-        grid = (m // self.mma_mn[0] * cute.size(tiled_mma.thr_id.shape), n // self.mma_mn[1], 1)
+        grid = (m // self.mma_tiler[0] * cute.size(tiled_mma.thr_id.shape), n // self.mma_mn[1], 1)
         self.kernel(tiled_mma, tiled_mma_sfb, tma_a, g_a, tma_b, g_b, tma_sfa, g_sfa,
                     tma_sfb, g_sfb, a_sl, b_sl, sfa_sl, sfb_sl, self.cluster_vmnk,
                     self.cluster_sfb_vmnk).launch(
@@ -220,7 +223,7 @@ class BsGemm:
             tmem.wait_for_alloc()
             acc_ptr = tmem.retrieve_ptr(cutlass.Float32)
             acc = cute.make_tensor(acc_ptr, acc_fake.layout)
-            n_acc = self.mma_tiler[1]
+            n_acc = self.mma_tiler[1] * self.halves
             # 4 columns per 4-scale chunk of 128 rows; NVFP4 at MMA K 128 takes 2 chunks per MMA.
             chunks = max(1, cute.size(tiled_mma.shape_mnk, mode=[2]) // self.sf_vec // 4)
             cta_m = self.mma_tiler[0] // cute.size(tiled_mma.thr_id.shape)
@@ -236,18 +239,30 @@ class BsGemm:
             cp_a, sF_a, tF_a = self.s2t(sSFA, tSFA)
             cp_b, sF_b, tF_b = self.s2t(sSFB, tSFB)
             cs = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, STAGES)
-            tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
+            # Plain locals, not a list: the tracer threads field updates (ACCUMULATE, SFA, SFB)
+            # through local variables only.
+            mma0 = tiled_mma.with_bkeep() if self.halves == 2 else tiled_mma
+            mma1 = tiled_mma.with_breuse() if self.halves == 2 else None
+            mma0.set(tcgen05.Field.ACCUMULATE, False)
+            if cutlass.const_expr(self.halves == 2):
+                mma1.set(tcgen05.Field.ACCUMULATE, False)
             for kt in range(k_tiles):
                 if leader:
                     ab.consumer_wait(cs)
                     cute.copy(cp_a, sF_a[(None, None, None, None, cs.index)], tF_a)
                     cute.copy(cp_b, sF_b[(None, None, None, None, cs.index)], tF_b)
                     for kb in cutlass.range(cute.size(tCrA, mode=[2]), unroll_full=True):
-                        tiled_mma.set(tcgen05.Field.SFA, tSFA[(None, None, kb)].iterator)
-                        tiled_mma.set(tcgen05.Field.SFB, tSFB[(None, None, kb)].iterator)
-                        cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, cs.index)],
-                                  tCrB[(None, None, kb, cs.index)], acc)
-                        tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
+                        mma0.set(tcgen05.Field.SFA, tSFA[(None, 0, kb)].iterator)
+                        mma0.set(tcgen05.Field.SFB, tSFB[(None, None, kb)].iterator)
+                        cute.gemm(mma0, acc[(None, 0, 0)], tCrA[(None, 0, kb, cs.index)],
+                                  tCrB[(None, 0, kb, cs.index)], acc[(None, 0, 0)])
+                        if cutlass.const_expr(self.halves == 2):
+                            mma1.set(tcgen05.Field.SFA, tSFA[(None, 1, kb)].iterator)
+                            mma1.set(tcgen05.Field.SFB, tSFB[(None, None, kb)].iterator)
+                            cute.gemm(mma1, acc[(None, 1, 0)], tCrA[(None, 1, kb, cs.index)],
+                                      tCrB[(None, 0, kb, cs.index)], acc[(None, 1, 0)])
+                            mma1.set(tcgen05.Field.ACCUMULATE, True)
+                        mma0.set(tcgen05.Field.ACCUMULATE, True)
                     ab.consumer_release(cs)
                 cs.advance()
             if leader:
@@ -297,10 +312,11 @@ def one_stage():
     return (None, None, None, 0)
 
 
-def compile_kernel(arch, a, b, sf, sf_vec, tile_n, two_cta, tmem_cols=0, m=512, n=768, k=2048):
+def compile_kernel(arch, a, b, sf, sf_vec, tile_n, two_cta, tmem_cols=0, halves=1, m=1024, n=768,
+                   k=2048):
     """Compile one kernel; PTX/cubin land where CUTE_DSL_DUMP_DIR points."""
     from cutlass.cute.runtime import make_ptr
-    g = BsGemm(arch, a, b, sf, sf_vec, tile_n, two_cta, tmem_cols)
+    g = BsGemm(arch, a, b, sf, sf_vec, tile_n, two_cta, tmem_cols, halves)
     ptrs = [make_ptr(g.a_dtype, 1 << 20, cute.AddressSpace.gmem, assumed_align=32),
             make_ptr(g.b_dtype, 1 << 20, cute.AddressSpace.gmem, assumed_align=32),
             make_ptr(g.sf_dtype, 1 << 20, cute.AddressSpace.gmem, assumed_align=16),
