@@ -207,7 +207,6 @@ def sass_facts(nvdisasm, cubin):
     f["sass_mma"] = sorted({o for o in ops if re.match(r"UTC\w*MMA", o)})
     f["sass_cp"] = sorted({o for o in ops if o.startswith("UTCCP")})
     f["sass_tma"] = sorted({o for o in ops if o.startswith("UTMALDG")})
-    f["sass_alloc"] = sorted({o for o in ops if o.startswith(("UTCATOMSWS", "UTCALLOC"))})
     n_mma = sum(1 for o in ops if re.match(r"UTC\w*MMA", o))
     n_cp = sum(1 for o in ops if o.startswith("UTCCP"))
     hints = re.findall(r"UTC\w*MMA[^\n]*?(\.B_[A-Z]+)", sass)
@@ -216,9 +215,10 @@ def sass_facts(nvdisasm, cubin):
     return f
 
 
-def dsl_idesc(dsl_ptx, plan_idesc):
-    """The DSL builds the idesc at run time from a constant and the runtime fields (negate A/B,
-    SF IDs); report the constant with the runtime fields clear, and whether ours appears."""
+def dsl_idesc(dsl_ptx):
+    """The DSL builds the idesc at run time from a constant and the runtime fields (negate A/B
+    from the kernel parameters, SF IDs from the scale TMEM addresses): report the constant with
+    the runtime fields clear, read from the `selp` that picks negate A (bit 13) or not."""
     cands = set()
     for m in re.finditer(r"selp\.b32\s+%r\d+,\s*(-?\d+),\s*(-?\d+),\s*%p\d+;", dsl_ptx):
         hi, lo = int(m.group(1)) & 0xFFFFFFFF, int(m.group(2)) & 0xFFFFFFFF
@@ -253,7 +253,7 @@ def compare(case, plan, o, d):
         return [x.replace(".block32", "") if "mxf8f6f4" in x else x for x in v]
     row("tcgen05.mma", o["mma"], d["mma"], no_default(o["mma"]) == no_default(d["mma"]),
         "compared without the defaults .collector::a::discard and mxf8f6f4's .block32")
-    row("idesc (runtime fields 0)", ["0x%08X" % ours_idesc], dsl_idesc(d["ptx_text"], ours_idesc))
+    row("idesc (runtime fields 0)", ["0x%08X" % ours_idesc], dsl_idesc(d["ptx_text"]))
     row("A/B smem desc constant", o["desc_ab"], d["desc_ab"])
     row("tcgen05.cp desc constant", o["desc_cp"], d["desc_cp"])
     row("start-address field bits", "%d (%s)" % (addr_bits(o["addr_masks"]), " ".join(o["addr_masks"])),
