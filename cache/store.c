@@ -156,7 +156,9 @@ static jit_status_t put_failed(jit__cache_t *c, const char *hash, const char *wh
  * of manifest.json, which is cheap while the manifest is small and, past that, happens once per
  * quarter of the manifest's size in journal, so its cost per publish stays bounded. A line that
  * would take the cache over its cap compacts instead, since eviction needs the scan. */
-static int update_manifest(jit__cache_t *c, const jit__cache_entry_t *e, uint64_t bytes) {
+static int update_manifest(jit__cache_t *c, const jit__cache_entry_t *e, uint64_t bytes,
+                           const char **what) {
+    *what = "manifest.lock";
     int lock = jit__cache_manifest_lock(c);
     if (lock < 0)
         return -lock;
@@ -167,6 +169,7 @@ static int update_manifest(jit__cache_t *c, const jit__cache_entry_t *e, uint64_
                  S_ISREG(mst.st_mode) && (uint64_t)mst.st_size >= JIT__CACHE_INDEX_SMALL &&
                  tail.bytes < (uint64_t)mst.st_size / JIT__CACHE_JOURNAL_FRACTION &&
                  tail.usage + bytes <= (uint64_t)c->max_bytes;
+    *what = append ? JIT__CACHE_JOURNAL : "manifest.json and " JIT__CACHE_JOURNAL;
     int err = append ? jit__cache_journal_append(c, e, tail.usage + bytes)
                      : jit__cache_compact(c, e, NULL);
     jit__cache_manifest_unlock(lock);
@@ -225,11 +228,12 @@ jit_status_t jit__cache_put(jit__cache_t *c, const jit__cache_entry_t *entry, co
     }
     free(sidecar);
     /* The renames are durable only once the directory itself is synced. */
+    const char *what = "kernels/";
     int err = jit__cache_fsync_dir(c, "kernels");
     if (!err)
-        err = update_manifest(c, &e, bytes);
+        err = update_manifest(c, &e, bytes, &what);
     if (err)
-        return put_failed(c, e.hash, "manifest.json", err, d);
+        return put_failed(c, e.hash, what, err, d);
     return JIT_OK;
 }
 
