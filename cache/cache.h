@@ -1,8 +1,10 @@
 /*
  * The on-disk kernel cache. Layout under the cache directory:
  *
- *   manifest.json          index of every entry (jansson); rebuilt from the sidecars if torn
- *   manifest.lock          flock'd while the manifest is rewritten
+ *   manifest.json          index of every entry (jansson) as of the last compaction; rebuilt from
+ *                          the sidecars if torn
+ *   manifest.journal       entries published since, one JSON line each (cache/journal.c)
+ *   manifest.lock          flock'd while the index (manifest.json, manifest.journal) is written
  *   kernels/<hash>.cubin   the cubin, named by key hash
  *   kernels/<hash>.json    the entry's metadata (the sidecar; the manifest is their union)
  *   kernels/<hash>.cu      the generated source, for inspection
@@ -12,7 +14,8 @@
  *   toolchains.json        identities of NVRTC/nvJitLink libraries (jit/toolchain_record.h)
  *
  * Every write goes to tmp/ and is renamed into place after fsync, so readers never see a
- * partial file. A cubin is loaded only if its checksum (XXH3-128) matches its sidecar and its
+ * partial file; the one exception, a journal append, is a single write() whose unfinished
+ * last line readers ignore. A cubin is loaded only if its checksum (XXH3-128) matches its sidecar and its
  * owner is the current user; a damaged one is reported once, removed and recompiled. A
  * read-only or foreign-owned directory degrades to memory-only operation with one warning.
  */
@@ -77,8 +80,9 @@ jit_status_t jit__cache_get(jit__cache_t *c, const char *hash, jit__cache_entry_
 jit_status_t jit__cache_lock_key(jit__cache_t *c, const char *hash, int *token, jit__diag_t *d);
 void jit__cache_unlock_key(jit__cache_t *c, int token);
 
-/* Publish an entry: cubin, source and PTX (either may be NULL), sidecar, then the manifest,
- * then evict least-recently-used entries above the size cap. `entry->checksum`, `size`,
+/* Publish an entry: cubin, source and PTX (either may be NULL), sidecar, then the index: one
+ * journal line, or a compaction that also evicts least-recently-used entries above the size
+ * cap (docs/cache.md says when). `entry->checksum`, `size`,
  * `created` and `last_used` are filled in here. Memory-only cache: returns JIT_OK, does nothing. */
 jit_status_t jit__cache_put(jit__cache_t *c, const jit__cache_entry_t *entry, const void *cubin,
                             size_t cubin_size, const char *source, const char *ptx, jit__diag_t *d);
@@ -87,8 +91,9 @@ jit_status_t jit__cache_put(jit__cache_t *c, const jit__cache_entry_t *entry, co
 jit_status_t jit__cache_read_file(jit__cache_t *c, const char *hash, const char *ext, char **out,
                                   jit__diag_t *d);
 
-/* Every entry the manifest lists (rebuilding it from the sidecars first if it is missing or
- * corrupt). *entries malloc'd, sorted by hash. */
+/* Every entry the index (manifest plus journal) lists, rebuilding it from the sidecars first if
+ * it is missing or corrupt; an entry whose sidecar is gone is left out, and one whose size
+ * disagrees with its cubin is taken from its sidecar. *entries malloc'd, sorted by hash. */
 jit_status_t jit__cache_list(jit__cache_t *c, jit__cache_entry_t **entries, size_t *count,
                              jit__diag_t *d);
 

@@ -23,6 +23,11 @@
         */
 #define JIT__CACHE_MANIFEST_FORMAT 1
 #define JIT__CACHE_DEFAULT_MAX_BYTES ((int64_t)4 << 30)
+/* Below this many bytes manifest.json is rewritten by every publish: that costs a bounded
+ * amount, and keeps a small cache's index in one file. */
+#define JIT__CACHE_INDEX_SMALL (64 * 1024)
+/* Above it, the journal is compacted once it reaches this fraction of the manifest's size. */
+#define JIT__CACHE_JOURNAL_FRACTION 4
 
 struct jit__cache {
     char dir[JIT__CACHE_PATH_MAX];
@@ -105,6 +110,7 @@ typedef struct jit__cache_item {
     char hash[JIT_KEY_HASH_LEN + 1];
     unsigned files;       /* JIT__F_* present */
     uint64_t bytes;       /* sum of their sizes */
+    uint64_t cubin_bytes; /* the cubin's size alone */
     int64_t sidecar_time; /* sidecar mtime: the last-used time */
     int64_t newest;       /* newest mtime among the files */
 } jit__cache_item_t;
@@ -176,10 +182,68 @@ jit_status_t jit__cache_manifest_rebuild(const jit__cache_t *c, json_t **entries
 /* Write manifest.json atomically (entries sorted by hash). Returns 0 or an errno. */
 int jit__cache_manifest_write(jit__cache_t *c, json_t *entries);
 
+/* ---- journal.c: appends since the manifest was written ---------------------------------- */
+
+#define JIT__CACHE_JOURNAL "manifest.journal"
+
+typedef enum jit__journal_state {
+    JIT__JOURNAL_OK = 0,
+    JIT__JOURNAL_MISSING = 1,
+    JIT__JOURNAL_TORN = 2,    /* every line applied but a last one without its newline */
+    JIT__JOURNAL_CORRUPT = 3, /* a whole line that does not parse, or an untrusted file */
+    JIT__JOURNAL_FAILED = 4,  /* could not be read (I/O, memory) */
+} jit__journal_state_t;
+
+typedef struct jit__journal_info {
+    size_t lines;      /* whole lines applied */
+    size_t torn_bytes; /* bytes of a torn last line */
+    uint64_t usage;    /* "usage" of the last whole line */
+    int usage_known;
+    uint64_t bytes; /* the file's size (journal_tail only) */
+} jit__journal_info_t;
+
+/* Apply every whole line to `entries` (hash -> entry object); `why` says what is wrong. */
+jit__journal_state_t jit__cache_journal_apply(const jit__cache_t *c, json_t *entries,
+                                              jit__journal_info_t *info, char *why, size_t whysz);
+/* The usage on the last line and the file's size, read from its end only. -1 when the journal
+ * is missing, untrusted, torn or unparsable there: the caller must compact, not append. */
+int jit__cache_journal_tail(const jit__cache_t *c, jit__journal_info_t *info);
+/* Append a "put" line (one write, fsync). 0 or an errno. Manifest lock held. */
+int jit__cache_journal_append(jit__cache_t *c, const jit__cache_entry_t *e, uint64_t usage);
+/* Replace the journal by one {"usage": N} line (temporary + rename). 0 or an errno. */
+int jit__cache_journal_reset(jit__cache_t *c, uint64_t usage);
+/* Remove the journal (the next publish compacts). 0 or an errno. */
+int jit__cache_journal_remove(jit__cache_t *c);
+
+/* ---- index.c: manifest.json + manifest.journal -------------------------------------------- */
+
+typedef struct jit__index_state {
+    jit__manifest_state_t manifest;
+    jit__journal_state_t journal; /* MISSING unless the manifest is OK */
+    jit__journal_info_t info;
+    char manifest_why[JIT__CACHE_WHY_MAX];
+    char journal_why[JIT__CACHE_WHY_MAX];
+} jit__index_state_t;
+
+/* manifest.json with the journal applied. *entries is NULL unless the manifest is OK and the
+ * journal OK, missing or torn (then its torn line is left out). Reads only. */
+void jit__cache_index_load(const jit__cache_t *c, json_t **entries, jit__index_state_t *s);
+/* 1 if s describes an index a reader may use as it is. */
+int jit__cache_index_usable(const jit__index_state_t *s);
+
+/* Rewrite manifest.json from the index, healed against kernels/: entries whose sidecar is gone
+ * dropped, sidecars the index lacks added, an entry whose size disagrees with its cubin
+ * re-read from its sidecar (dropped if damaged); `put` (may be NULL) merged; the size cap
+ * applied, never evicting `put`. Then the journal restarts. Manifest lock held. *entries (may
+ * be NULL) gets the index written. 0 or an errno. */
+int jit__cache_compact(jit__cache_t *c, const jit__cache_entry_t *put, json_t **entries);
+
 /* ---- evict.c ----------------------------------------------------------------------------- */
 
-/* Remove least-recently-used entries until the cache is under its cap, never `keep_hash`, and
- * drop them from `entries`. Called with the manifest lock held. Returns how many were removed. */
-size_t jit__cache_evict(jit__cache_t *c, const char *keep_hash, json_t *entries);
+/* Remove least-recently-used entries of `scan` until the cache is under its cap, never
+ * `keep_hash` (may be NULL), and drop them from `entries`. Called with the manifest lock held.
+ * Returns how many were removed; *usage (may be NULL) gets the bytes the entries hold after. */
+size_t jit__cache_evict_scan(jit__cache_t *c, jit__cache_scan_t *scan, const char *keep_hash,
+                             json_t *entries, uint64_t *usage);
 
 #endif

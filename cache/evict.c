@@ -17,27 +17,26 @@ static int by_last_use(const void *a, const void *b) {
     return strcmp(x->hash, y->hash);
 }
 
-size_t jit__cache_evict(jit__cache_t *c, const char *keep_hash, json_t *entries) {
-    jit__cache_scan_t scan;
-    if (jit__cache_scan(c, &scan, NULL) != JIT_OK)
-        return 0;
+size_t jit__cache_evict_scan(jit__cache_t *c, jit__cache_scan_t *scan, const char *keep_hash,
+                             json_t *entries, uint64_t *usage) {
     uint64_t used = 0;
     size_t n = 0;
-    for (size_t i = 0; i < scan.n; i++) {
-        if (!(scan.items[i].files & JIT__F_SIDECAR))
+    for (size_t i = 0; i < scan->n; i++) {
+        if (!(scan->items[i].files & JIT__F_SIDECAR))
             continue;
-        used += scan.items[i].bytes;
-        scan.items[n++] = scan.items[i];
+        used += scan->items[i].bytes;
+        scan->items[n++] = scan->items[i];
     }
+    scan->n = n; /* the caller's scan now holds entries only, in eviction order */
     size_t removed = 0;
     if (used > (uint64_t)c->max_bytes) {
-        qsort(scan.items, n, sizeof(*scan.items), by_last_use);
+        qsort(scan->items, n, sizeof(*scan->items), by_last_use);
         for (size_t i = 0; i < n && used > (uint64_t)c->max_bytes; i++) {
-            if (!strcmp(scan.items[i].hash, keep_hash)) {
+            if (keep_hash && !strcmp(scan->items[i].hash, keep_hash)) {
                 /* Kept though over the cap alone, so the next publish evicts it in turn and
                  * every run compiles again: a misconfiguration worth one warning, not a note
                  * at the info level that nobody sees. */
-                if (scan.items[i].bytes > (uint64_t)c->max_bytes &&
+                if (scan->items[i].bytes > (uint64_t)c->max_bytes &&
                     !atomic_exchange(&c->warned_cap, 1))
                     jit__log(c->log_level, JIT_LOG_WARN,
                              "kernel cache %s: the size cap (%lld bytes) is smaller than one "
@@ -45,12 +44,12 @@ size_t jit__cache_evict(jit__cache_t *c, const char *keep_hash, json_t *entries)
                              "they are compiled again next time; raise JITGEMM_CACHE_MAX_BYTES "
                              "(or cache_max_bytes)",
                              c->dir, (long long)c->max_bytes,
-                             (unsigned long long)scan.items[i].bytes);
+                             (unsigned long long)scan->items[i].bytes);
                 continue;
             }
-            jit__cache_remove_entry(c, scan.items[i].hash);
-            json_object_del(entries, scan.items[i].hash);
-            used -= scan.items[i].bytes;
+            jit__cache_remove_entry(c, scan->items[i].hash);
+            json_object_del(entries, scan->items[i].hash);
+            used -= scan->items[i].bytes;
             removed++;
         }
         if (removed)
@@ -59,6 +58,7 @@ size_t jit__cache_evict(jit__cache_t *c, const char *keep_hash, json_t *entries)
                      "%lld bytes",
                      c->dir, removed, (long long)c->max_bytes);
     }
-    jit__cache_scan_free(&scan);
+    if (usage)
+        *usage = used;
     return removed;
 }

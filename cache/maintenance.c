@@ -1,9 +1,10 @@
 /*
  * Whole-cache operations: list, verify, gc and clear. They walk kernels/ (the truth) and treat
- * manifest.json as a derived index: list rebuilds it when it is missing or unusable, gc rewrites
- * it from the entries it keeps, verify compares the two and repairs nothing. Writers take the
- * manifest lock, so they serialise with concurrent publishers; files younger than a minute that
- * look orphaned may belong to a publish in flight and are left for a later gc.
+ * the index (manifest.json plus manifest.journal) as derived: list rebuilds it when it is
+ * missing or unusable, gc rewrites it from the entries it keeps, verify compares the two and
+ * repairs nothing. Writers take the manifest lock, so they serialise with concurrent publishers;
+ * files younger than a minute that look orphaned may belong to a publish in flight and are left
+ * for a later gc.
  */
 #include "cache_private.h"
 
@@ -54,39 +55,40 @@ static jit_status_t lock_manifest(jit__cache_t *c, int *fd, jit__diag_t *d) {
 
 /* ---- list -------------------------------------------------------------------------------- */
 
-/* The manifest's entries, rebuilt (and rewritten when possible) if it is missing or unusable. */
+/* The index's entries, rebuilt (and rewritten when possible) if it is missing or unusable. */
 static jit_status_t load_or_rebuild(jit__cache_t *c, json_t **entries, jit__diag_t *d) {
-    char why[JIT__CACHE_WHY_MAX];
-    jit__manifest_state_t ms = jit__cache_manifest_load(c, entries, why, sizeof(why));
-    if (ms == JIT__MANIFEST_OK)
+    jit__index_state_t s;
+    jit__cache_index_load(c, entries, &s);
+    if (jit__cache_index_usable(&s))
         return JIT_OK;
-    if (ms == JIT__MANIFEST_FAILED)
-        return jit__fail(d, JIT_IO_ERROR, "kernel cache %s: %s", c->dir, why);
-    int lock = -1;
+    if (s.manifest == JIT__MANIFEST_FAILED)
+        return jit__fail(d, JIT_IO_ERROR, "kernel cache %s: %s", c->dir, s.manifest_why);
+    if (s.journal == JIT__JOURNAL_FAILED)
+        return jit__fail(d, JIT_IO_ERROR, "kernel cache %s: %s", c->dir, s.journal_why);
     if (jit__cache_writable(c)) {
-        lock = jit__cache_manifest_lock(c);
-        /* Another process may have repaired it while we waited for the lock. */
-        if (lock >= 0 &&
-            (ms = jit__cache_manifest_load(c, entries, why, sizeof(why))) == JIT__MANIFEST_OK) {
+        int lock = jit__cache_manifest_lock(c);
+        if (lock >= 0) {
+            /* Another process may have repaired it while we waited for the lock. */
+            jit__cache_index_load(c, entries, &s);
+            int err = jit__cache_index_usable(&s) ? 0 : jit__cache_compact(c, NULL, entries);
             jit__cache_manifest_unlock(lock);
-            return JIT_OK;
+            if (!err)
+                return JIT_OK;
+            if (jit__cache_errno_readonly(err))
+                jit__cache_set_readonly(c, "manifest.json", err);
+            else
+                jit__log(c->log_level, JIT_LOG_WARN,
+                         "kernel cache %s: cannot rewrite manifest.json: %s", c->dir,
+                         strerror(err));
         }
     }
+    /* Read-only, or the rewrite failed: list what the sidecars say without saving it. */
     jit_status_t st = jit__cache_manifest_rebuild(c, entries, d);
-    if (st == JIT_OK) {
-        if (ms == JIT__MANIFEST_CORRUPT)
-            jit__log(c->log_level, JIT_LOG_WARN,
-                     "kernel cache %s: manifest.json is unusable (%s); rebuilt from the %zu "
-                     "entries on disk",
-                     c->dir, why, json_object_size(*entries));
-        int err = lock >= 0 ? jit__cache_manifest_write(c, *entries) : 0;
-        if (jit__cache_errno_readonly(err))
-            jit__cache_set_readonly(c, "manifest.json", err);
-        else if (err)
-            jit__log(c->log_level, JIT_LOG_WARN,
-                     "kernel cache %s: cannot rewrite manifest.json: %s", c->dir, strerror(err));
-    }
-    jit__cache_manifest_unlock(lock);
+    if (st == JIT_OK && s.manifest == JIT__MANIFEST_CORRUPT)
+        jit__log(c->log_level, JIT_LOG_WARN,
+                 "kernel cache %s: manifest.json is unusable (%s); rebuilt from the %zu "
+                 "entries on disk",
+                 c->dir, s.manifest_why, json_object_size(*entries));
     return st;
 }
 
@@ -115,10 +117,23 @@ jit_status_t jit__cache_list(jit__cache_t *c, jit__cache_entry_t **entries, size
         struct stat fst;
         if (jit__cache_entry_from_object(value, &out[i], why, sizeof(why)) != 0)
             continue; /* cannot happen: the manifest was validated on load */
-        /* The manifest is not rewritten on hits; the sidecar's mtime has the last use. */
+        /* The index may have drifted from kernels/ (files deleted by hand, a damaged entry a
+         * get removed, an index edited by hand); the next compaction heals it, and until then
+         * a listing shows what the files say. The manifest is not rewritten on hits; the
+         * sidecar's mtime has the last use. */
         jit__cache_entry_name(name, out[i].hash, ".json");
-        if (fstatat(c->dirfd, name, &fst, AT_SYMLINK_NOFOLLOW) == 0)
-            out[i].last_used = jit__cache_mtime(&fst);
+        if (fstatat(c->dirfd, name, &fst, AT_SYMLINK_NOFOLLOW) != 0)
+            continue; /* a phantom: no sidecar, no entry */
+        out[i].last_used = jit__cache_mtime(&fst);
+        jit__cache_entry_name(name, out[i].hash, ".cubin");
+        if (fstatat(c->dirfd, name, &fst, AT_SYMLINK_NOFOLLOW) != 0 ||
+            (uint64_t)fst.st_size != out[i].size) {
+            /* Not the index's size: the sidecar decides, and an entry it does not vouch for
+             * is not listed (get would not load it either). */
+            if (jit__cache_check_entry(c, hash, 0, &out[i], NULL, NULL, why, sizeof(why)) !=
+                JIT__CHECK_OK)
+                continue;
+        }
         i++;
     }
     json_decref(ents);
@@ -170,16 +185,29 @@ jit_status_t jit__cache_verify(jit__cache_t *c, jit__cache_report_fn report, voi
         return st;
     json_t *ents = NULL;
     char why[JIT__CACHE_WHY_MAX], msg[JIT__CACHE_WHY_MAX + 64];
-    jit__manifest_state_t ms = jit__cache_manifest_load(c, &ents, why, sizeof(why));
-    if (ms == JIT__MANIFEST_FAILED) {
+    jit__index_state_t is;
+    jit__cache_index_load(c, &ents, &is);
+    jit__manifest_state_t ms = is.manifest;
+    if (ms == JIT__MANIFEST_FAILED || is.journal == JIT__JOURNAL_FAILED) {
         jit__cache_scan_free(&scan);
-        return jit__fail(d, JIT_IO_ERROR, "kernel cache %s: %s", c->dir, why);
+        return jit__fail(d, JIT_IO_ERROR, "kernel cache %s: %s", c->dir,
+                         ms == JIT__MANIFEST_FAILED ? is.manifest_why : is.journal_why);
     }
     if (ms == JIT__MANIFEST_CORRUPT || (ms == JIT__MANIFEST_MISSING && scan.n > 0)) {
-        snprintf(msg, sizeof(msg), "manifest unusable: %s", why);
+        snprintf(msg, sizeof(msg), "manifest unusable: %s", is.manifest_why);
         say(report, user, "manifest.json", msg);
         nbad++;
     }
+    if (is.journal == JIT__JOURNAL_TORN || is.journal == JIT__JOURNAL_CORRUPT) {
+        /* A torn last line is what a crash mid-append leaves; its entry is judged below from
+         * the files, and gc (or the next compaction) rewrites the journal. */
+        snprintf(msg, sizeof(msg), "journal %s: %s",
+                 is.journal == JIT__JOURNAL_TORN ? "torn" : "unusable", is.journal_why);
+        say(report, user, JIT__CACHE_JOURNAL, msg);
+        nbad++;
+    }
+    if (ms == JIT__MANIFEST_OK && !ents)
+        ms = JIT__MANIFEST_CORRUPT; /* the journal is unusable: no index to compare with */
     for (size_t i = 0; i < scan.n; i++) {
         const jit__cache_item_t *it = &scan.items[i];
         int problem = 0;
@@ -381,6 +409,11 @@ static jit_status_t gc_run(jit__cache_t *c, const jit__toolchain_id_t *keep, siz
             if (err)
                 st = jit__fail(d, JIT_IO_ERROR, "kernel cache %s: cannot write manifest.json: %s",
                                c->dir, strerror(err));
+            /* Everything the journal held is in the manifest now (or was removed). Without a
+             * journal the next publish compacts, which also counts the usage afresh. */
+            else if ((err = jit__cache_journal_remove(c)) != 0)
+                st = jit__fail(d, JIT_IO_ERROR, "kernel cache %s: cannot remove %s: %s", c->dir,
+                               JIT__CACHE_JOURNAL, strerror(err));
         }
     }
     json_decref(kept);
@@ -441,6 +474,10 @@ jit_status_t jit__cache_clear(jit__cache_t *c, size_t *removed, jit__diag_t *d) 
         if (unlinkat(c->dirfd, "manifest.json", 0) != 0 && errno != ENOENT)
             st = jit__fail(d, JIT_IO_ERROR, "kernel cache %s: cannot remove manifest.json: %s",
                            c->dir, strerror(errno));
+        int err = jit__cache_journal_remove(c);
+        if (err && st == JIT_OK)
+            st = jit__fail(d, JIT_IO_ERROR, "kernel cache %s: cannot remove %s: %s", c->dir,
+                           JIT__CACHE_JOURNAL, strerror(err));
     }
     jit__cache_manifest_unlock(lock);
     if (removed)

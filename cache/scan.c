@@ -113,6 +113,8 @@ jit_status_t jit__cache_scan(const jit__cache_t *c, jit__cache_scan_t *out, jit_
         it->files = bit;
         it->bytes = (uint64_t)fst.st_size;
         it->newest = jit__cache_mtime(&fst);
+        if (bit == JIT__F_CUBIN)
+            it->cubin_bytes = it->bytes;
         if (bit == JIT__F_SIDECAR)
             it->sidecar_time = it->newest;
     }
@@ -131,6 +133,7 @@ jit_status_t jit__cache_scan(const jit__cache_t *c, jit__cache_scan_t *out, jit_
             jit__cache_item_t *a = &out->items[w - 1], *b = &out->items[r];
             a->files |= b->files;
             a->bytes += b->bytes;
+            a->cubin_bytes += b->cubin_bytes;
             if (b->newest > a->newest)
                 a->newest = b->newest;
             if (b->files & JIT__F_SIDECAR)

@@ -4,7 +4,8 @@
  * get never opens the manifest: a hit is the sidecar, the cubin and one utimensat(), whatever
  * the cache's size. put publishes the cubin, the source, the PTX and last the sidecar, each by
  * temporary + fsync + rename, so an entry exists exactly when its sidecar does and every file a
- * sidecar points at is already whole; the manifest is merged afterwards under its lock. A put
+ * sidecar points at is already whole; the index (manifest.json and its journal) is updated
+ * afterwards under the manifest lock. A put
  * that fails part-way removes what it renamed into place, so nothing half-written is left.
  */
 #include "cache_private.h"
@@ -150,35 +151,27 @@ static jit_status_t put_failed(jit__cache_t *c, const char *hash, const char *wh
                      strerror(err));
 }
 
-/* Merge `e` into the manifest and apply the size cap, all under the manifest lock. */
-static int update_manifest(jit__cache_t *c, const jit__cache_entry_t *e) {
+/* Add `e` to the index under the manifest lock: one journal line when that is safe, else a
+ * compaction. Appending costs the same at any cache size; compacting costs a scan and a rewrite
+ * of manifest.json, which is cheap while the manifest is small and, past that, happens once per
+ * quarter of the manifest's size in journal, so its cost per publish stays bounded. A line that
+ * would take the cache over its cap compacts instead, since eviction needs the scan. */
+static int update_manifest(jit__cache_t *c, const jit__cache_entry_t *e, uint64_t bytes,
+                           const char **what) {
+    *what = "manifest.lock";
     int lock = jit__cache_manifest_lock(c);
     if (lock < 0)
         return -lock;
-    json_t *entries = NULL;
-    char why[JIT__CACHE_WHY_MAX];
-    jit__manifest_state_t ms = jit__cache_manifest_load(c, &entries, why, sizeof(why));
-    int err = 0;
-    if (ms == JIT__MANIFEST_FAILED) {
-        err = EIO;
-    } else if (ms != JIT__MANIFEST_OK) {
-        if (ms == JIT__MANIFEST_CORRUPT)
-            jit__log(c->log_level, JIT_LOG_WARN,
-                     "kernel cache %s: manifest.json is unusable (%s); rebuilt from the entries",
-                     c->dir, why);
-        /* The rebuild already includes `e`: its sidecar is in place. */
-        if (jit__cache_manifest_rebuild(c, &entries, NULL) != JIT_OK)
-            err = ENOMEM;
-    } else {
-        json_t *o = jit__cache_entry_to_object(e);
-        if (!o || json_object_set_new(entries, e->hash, o) != 0)
-            err = ENOMEM;
-    }
-    if (!err) {
-        jit__cache_evict(c, e->hash, entries);
-        err = jit__cache_manifest_write(c, entries);
-    }
-    json_decref(entries);
+    jit__journal_info_t tail;
+    struct stat mst;
+    int append = jit__cache_journal_tail(c, &tail) == 0 &&
+                 fstatat(c->dirfd, "manifest.json", &mst, AT_SYMLINK_NOFOLLOW) == 0 &&
+                 S_ISREG(mst.st_mode) && (uint64_t)mst.st_size >= JIT__CACHE_INDEX_SMALL &&
+                 tail.bytes < (uint64_t)mst.st_size / JIT__CACHE_JOURNAL_FRACTION &&
+                 tail.usage + bytes <= (uint64_t)c->max_bytes;
+    *what = append ? JIT__CACHE_JOURNAL : "manifest.json and " JIT__CACHE_JOURNAL;
+    int err = append ? jit__cache_journal_append(c, e, tail.usage + bytes)
+                     : jit__cache_compact(c, e, NULL);
     jit__cache_manifest_unlock(lock);
     return err;
 }
@@ -200,6 +193,7 @@ jit_status_t jit__cache_put(jit__cache_t *c, const jit__cache_entry_t *entry, co
         return JIT_OK;
 
     jit__cache_entry_t e = *entry;
+    uint64_t bytes = 0; /* what the entry adds to the cache's usage */
     jit__hash_hex(cubin, cubin_size, e.checksum);
     e.size = (uint64_t)cubin_size;
     e.created = e.last_used = (int64_t)time(NULL);
@@ -225,6 +219,7 @@ jit_status_t jit__cache_put(jit__cache_t *c, const jit__cache_entry_t *entry, co
             continue;
         char name[JIT__CACHE_NAME_MAX];
         jit__cache_entry_name(name, e.hash, files[i].ext);
+        bytes += files[i].len;
         int err = jit__cache_publish(c, name, files[i].data, files[i].len);
         if (err) {
             free(sidecar);
@@ -233,11 +228,12 @@ jit_status_t jit__cache_put(jit__cache_t *c, const jit__cache_entry_t *entry, co
     }
     free(sidecar);
     /* The renames are durable only once the directory itself is synced. */
+    const char *what = "kernels/";
     int err = jit__cache_fsync_dir(c, "kernels");
     if (!err)
-        err = update_manifest(c, &e);
+        err = update_manifest(c, &e, bytes, &what);
     if (err)
-        return put_failed(c, e.hash, "manifest.json", err, d);
+        return put_failed(c, e.hash, what, err, d);
     return JIT_OK;
 }
 

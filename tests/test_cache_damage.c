@@ -232,9 +232,11 @@ static void build_damaged_cache(const char *dir, jit__cache_t *c) {
 Test(cache_verify, reports_every_problem) {
     char *dir = tc_mkdtemp("cache-verify");
     jit__cache_t *c = tc_open(dir, 0);
-    build_damaged_cache(dir, c);
-    /* An entry that exists but that the manifest does not list (a crash before the merge). */
+    /* An entry that exists but that the manifest does not list (a crash before the merge). It
+     * is published first: a later publish would heal the index (issue 8, D8) before verify
+     * could see the drift this test wants reported. */
     tc_put(c, 9, 100, NULL);
+    build_damaged_cache(dir, c);
     char mpath[4200];
     snprintf(mpath, sizeof(mpath), "%s/manifest.json", dir);
     json_t *m = json_load_file(mpath, 0, NULL);

@@ -1,0 +1,309 @@
+/*
+ * Benchmark: what a publish costs as the cache grows (issue 8: at most 2x at 10,000 entries what
+ * it costs at 10), and what a fresh process pays to hit one entry (<= 2 ms) and to list the
+ * cache (<= 0.2 s) when it holds 10,000.
+ *
+ * Entries are synthetic and go through the cache's own API (jit__cache_put): plausible metadata
+ * under distinct key texts, a source text, and random bytes for the cubin. The cache never
+ * interprets a cubin, only checksums it, so the bytes on disk and the index are what a real
+ * prewarm leaves, without a compiler.
+ *
+ * Three caches are filled to 10, N/10 and N entries (N = --entries). Then, in rounds, each
+ * cache gets one publish in turn, each timed alone (files, fsyncs, the index update), so all
+ * three see the same disk: on a shared machine the disk's speed drifts over minutes, and caches
+ * measured one after the other would compare the drift. A timed publish re-publishes one of the
+ * cache's own keys, in turn, so the cache stays at its size while being measured; it does the
+ * same work as a new key's (four renames, their fsyncs, one index update) and moves the journal
+ * towards its compaction the same way. The rounds number max(--rounds, N/2), enough for the
+ * largest cache's journal to be compacted at least once inside them, so the mean carries the
+ * amortized cost of compacting rather than dodging it.
+ *
+ * The hit and the listing run in children that this program executes afresh (--child), so each
+ * starts with nothing in memory: open the cache, get (checksum included) or list, close. They
+ * use the largest cache as the rounds left it, journal included.
+ *
+ *   bench_publish [--entries 10000] [--rounds 200] [--cubin-bytes 16384] [--runs 9] [--keep]
+ *                 [--commit C] [--quiet]
+ *
+ * --keep leaves the cache directories in place (their paths go to stderr) for a closer look,
+ * e.g. `bench_publish --child DIR list N` under a profiler.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+#include "cache.h"
+
+#define PUBLISH_RATIO_TARGET 2.0
+#define HIT_TARGET_S 0.002
+#define LIST_TARGET_S 0.2
+
+static void make_entry(jit__cache_entry_t *e, size_t seed) {
+    memset(e, 0, sizeof(*e));
+    snprintf(e->key_text, sizeof(e->key_text),
+             "jitgemm key=3 family=bench arch=sm_90a target=sm_90a n=%zu k=7168 tokens=1-16 "
+             "scales=ue8m0/32 epilogue=linear",
+             seed);
+    jit__hash_hex(e->key_text, strlen(e->key_text), e->hash);
+    snprintf(e->arch, sizeof(e->arch), "sm_90a");
+    snprintf(e->target, sizeof(e->target), "sm_90a");
+    e->toolchain = (jit__toolchain_id_t){13, 0, 13, 0};
+    e->generator_version = 3;
+    snprintf(e->kernel_name, sizeof(e->kernel_name), "jitgemm_bench_%zu", seed);
+    e->block[0] = 384;
+    e->block[1] = e->block[2] = 1;
+    e->cluster[0] = 2;
+    e->cluster[1] = e->cluster[2] = 1;
+    e->smem_bytes = 200704;
+    e->registers = 168;
+    e->compile_seconds = 0.5;
+}
+
+static void fill_random(unsigned char *p, size_t n, uint64_t seed) {
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (unsigned char)x;
+    }
+}
+
+/* ---- the children -------------------------------------------------------------------------- */
+
+/* Prints "ok SECONDS" or "error ...". mode "hit": get entry `seed`; "list": list all. */
+static int child_main(const char *dir, const char *mode, size_t seed) {
+    jit__diag_t d;
+    jit__diag_init(&d);
+    double t0 = bench_now();
+    jit__cache_t *c = NULL;
+    if (jit__cache_open(dir, 0, JIT_LOG_WARN, &c, &d) != JIT_OK) {
+        printf("error open: %s\n", d.msg);
+        return 1;
+    }
+    int ok;
+    if (!strcmp(mode, "hit")) {
+        jit__cache_entry_t want, e;
+        make_entry(&want, seed);
+        void *cubin = NULL;
+        size_t size = 0;
+        int found = 0;
+        ok = jit__cache_get(c, want.hash, &e, &cubin, &size, &found, &d) == JIT_OK && found;
+        free(cubin);
+    } else {
+        jit__cache_entry_t *all = NULL;
+        size_t n = 0;
+        ok = jit__cache_list(c, &all, &n, &d) == JIT_OK && n == seed;
+        free(all);
+    }
+    jit__cache_close(c);
+    double t = bench_now() - t0;
+    if (!ok) {
+        printf("error %s: %s\n", mode, d.msg[0] ? d.msg : "not found, or a wrong count");
+        return 1;
+    }
+    printf("ok %.9f\n", t);
+    return 0;
+}
+
+static int run_child(const char *self, const char *dir, const char *mode, size_t seed,
+                     double *seconds) {
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        char s[32];
+        snprintf(s, sizeof(s), "%zu", seed);
+        execl(self, self, "--child", dir, mode, s, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char line[1024] = "";
+    FILE *f = fdopen(fds[0], "r");
+    if (!f || !fgets(line, sizeof(line), f))
+        line[0] = '\0';
+    if (f)
+        fclose(f);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || sscanf(line, "ok %lf", seconds) != 1) {
+        fprintf(stderr, "bench_publish: %s child failed: %s", mode,
+                line[0] ? line : "(no output)\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the parent ---------------------------------------------------------------------------- */
+
+static int publish(jit__cache_t *c, size_t seed, unsigned char *cubin, size_t size, double *t) {
+    jit__cache_entry_t e;
+    make_entry(&e, seed);
+    fill_random(cubin, size, seed);
+    char src[256];
+    snprintf(src, sizeof(src), "// generated source of bench kernel %zu\nextern \"C\" {}\n", seed);
+    jit__diag_t d;
+    jit__diag_init(&d);
+    double t0 = bench_now();
+    jit_status_t st = jit__cache_put(c, &e, cubin, size, src, NULL, &d);
+    *t = bench_now() - t0;
+    if (st != JIT_OK)
+        fprintf(stderr, "bench_publish: publishing entry %zu: %s\n", seed, d.msg);
+    jit__diag_clear(&d);
+    return st == JIT_OK ? 0 : -1;
+}
+
+#define N_CACHES 3
+
+int main(int argc, char **argv) {
+    if (argc == 5 && !strcmp(argv[1], "--child"))
+        return child_main(argv[2], argv[3], (size_t)atol(argv[4]));
+    bench_args_t ba;
+    bench_args_parse(&argc, argv, &ba);
+    size_t entries = 10000, cubin_bytes = 16384, rounds = 200;
+    int runs = 9, keep = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--keep")) {
+            keep = 1;
+        } else if (!strcmp(argv[i], "--entries") && i + 1 < argc) {
+            entries = (size_t)atol(argv[++i]);
+        } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+            rounds = (size_t)atol(argv[++i]);
+        } else if (!strcmp(argv[i], "--cubin-bytes") && i + 1 < argc) {
+            cubin_bytes = (size_t)atol(argv[++i]);
+        } else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
+            runs = atoi(argv[++i]);
+        } else {
+            fprintf(stderr,
+                    "usage: %s [--entries N] [--rounds R] [--cubin-bytes B] [--runs R] [--keep] "
+                    "[--commit C] [--quiet]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    if (entries < 100 || cubin_bytes == 0 || runs < 1 || rounds < 1) {
+        fprintf(stderr, "bench_publish: --entries must be >= 100, the others > 0\n");
+        return 2;
+    }
+    /* A compaction comes once the journal reaches a quarter of the manifest, about every 0.3 N
+     * publishes (a journal line is a little shorter than the manifest's indented entry). */
+    if (rounds < entries / 2)
+        rounds = entries / 2;
+    const size_t size_of[N_CACHES] = {10, entries / 10, entries};
+    char *dir[N_CACHES] = {NULL, NULL, NULL};
+    jit__cache_t *c[N_CACHES] = {NULL, NULL, NULL};
+    double *t[N_CACHES] = {NULL, NULL, NULL};
+    unsigned char *cubin = malloc(cubin_bytes);
+    jit__diag_t d;
+    jit__diag_init(&d);
+    int rc = 1;
+    double fill0 = bench_now();
+    for (int k = 0; k < N_CACHES; k++) {
+        char tag[32];
+        snprintf(tag, sizeof(tag), "publish-%zu", size_of[k]);
+        dir[k] = bench_mkdtemp(tag);
+        t[k] = calloc(rounds, sizeof(double));
+        if (!cubin || !dir[k] || !t[k] ||
+            jit__cache_open(dir[k], 0, JIT_LOG_WARN, &c[k], &d) != JIT_OK) {
+            fprintf(stderr, "bench_publish: set-up: %s\n", d.msg[0] ? d.msg : "out of memory");
+            goto done;
+        }
+        double unused;
+        for (size_t i = 0; i < size_of[k]; i++)
+            if (publish(c[k], i, cubin, cubin_bytes, &unused) != 0)
+                goto done;
+    }
+    double fill = bench_now() - fill0;
+    for (size_t r = 0; r < rounds; r++)
+        for (int k = 0; k < N_CACHES; k++)
+            if (publish(c[k], r % size_of[k], cubin, cubin_bytes, &t[k][r]) != 0)
+                goto done;
+    for (int k = 0; k < N_CACHES; k++) {
+        jit__cache_close(c[k]);
+        c[k] = NULL;
+    }
+
+    double mean[N_CACHES], median[N_CACHES], worst[N_CACHES];
+    for (int k = 0; k < N_CACHES; k++) {
+        double sum = 0;
+        worst[k] = 0;
+        for (size_t r = 0; r < rounds; r++) {
+            sum += t[k][r];
+            if (t[k][r] > worst[k])
+                worst[k] = t[k][r];
+        }
+        mean[k] = sum / (double)rounds;
+        median[k] = bench_median(t[k], rounds);
+    }
+    double *hits = calloc((size_t)runs, sizeof(double));
+    double *lists = calloc((size_t)runs, sizeof(double));
+    for (int r = 0; r < runs && hits && lists; r++) {
+        if (run_child(argv[0], dir[2], "hit", (size_t)r * (entries / (size_t)runs), &hits[r]) !=
+                0 ||
+            run_child(argv[0], dir[2], "list", entries, &lists[r]) != 0) {
+            free(hits);
+            free(lists);
+            goto done;
+        }
+    }
+    double hit = bench_median(hits, (size_t)runs), list = bench_median(lists, (size_t)runs);
+    free(hits);
+    free(lists);
+    double ratio = mean[2] / mean[0];
+    int pass = ratio <= PUBLISH_RATIO_TARGET && hit <= HIT_TARGET_S && list <= LIST_TARGET_S;
+    if (!ba.quiet) {
+        printf("set-up: %zu entries published in %.1f s (cubin %zu bytes, with a source)\n",
+               size_of[0] + size_of[1] + size_of[2], fill, cubin_bytes);
+        for (int k = 0; k < N_CACHES; k++)
+            printf("publish at %6zu entries: mean %.2f ms, median %.2f ms, worst %.1f ms (%zu "
+                   "publishes)\n",
+                   size_of[k], mean[k] * 1e3, median[k] * 1e3, worst[k] * 1e3, rounds);
+        printf("mean at %zu / mean at 10: %.2f (target <= %.1f)\n", entries, ratio,
+               PUBLISH_RATIO_TARGET);
+        printf("fresh process, %zu entries: hit %.3f ms (target <= %.0f ms), list %.3f s "
+               "(target <= %.1f s), medians of %d\n",
+               entries, hit * 1e3, HIT_TARGET_S * 1e3, list, LIST_TARGET_S, runs);
+    }
+    json_t *rec = bench_record("publish", &ba);
+    json_object_set_new(rec, "entries", json_integer((json_int_t)entries));
+    json_object_set_new(rec, "rounds", json_integer((json_int_t)rounds));
+    json_object_set_new(rec, "cubin_bytes", json_integer((json_int_t)cubin_bytes));
+    for (int k = 0; k < N_CACHES; k++) {
+        char key[64];
+        snprintf(key, sizeof(key), "publish_ms_at_%zu", size_of[k]);
+        json_object_set_new(rec, key, json_real(mean[k] * 1e3));
+    }
+    json_object_set_new(rec, "publish_ratio", json_real(ratio));
+    json_object_set_new(rec, "hit_ms", json_real(hit * 1e3));
+    json_object_set_new(rec, "list_s", json_real(list));
+    json_object_set_new(rec, "target",
+                        json_string("publish at max <= 2x at 10; hit <= 2 ms; list <= 0.2 s"));
+    json_object_set_new(rec, "pass", json_boolean(pass));
+    bench_emit(rec);
+    rc = pass ? 0 : 1;
+done:
+    for (int k = 0; k < N_CACHES; k++) {
+        jit__cache_close(c[k]);
+        if (keep && dir[k])
+            fprintf(stderr, "bench_publish: kept %s\n", dir[k]);
+        else
+            bench_rmtree(dir[k]);
+        free(dir[k]);
+        free(t[k]);
+    }
+    jit__diag_clear(&d);
+    free(cubin);
+    return rc;
+}
