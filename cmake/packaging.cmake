@@ -53,7 +53,9 @@ install(FILES ${CMAKE_BINARY_DIR}/packaging/jitgemm.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 # ---- the test: install into a temporary prefix and build consumers against it -----------------
-if(JITGEMM_TESTS)
+# Not in the sanitizer or fuzz builds: a consumer linked without the sanitizer runtime cannot load
+# an instrumented library, and those builds check other things.
+if(JITGEMM_TESTS AND NOT JITGEMM_SANITIZE AND NOT JITGEMM_FUZZ)
   add_test(NAME install_consumer
     COMMAND ${CMAKE_SOURCE_DIR}/tests/consumer/check_install.sh ${CMAKE_BINARY_DIR}
             ${CMAKE_SOURCE_DIR} ${PROJECT_VERSION} ${CMAKE_INSTALL_LIBDIR} ${JITGEMM_DEPS_DIR})

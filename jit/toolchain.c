@@ -70,6 +70,25 @@ static int locate(const char *dir, const char *const *names, char *out, size_t o
         }                                                                                          \
     } while (0)
 
+/* NVRTC opens libnvrtc-builtins.so.<major>.<minor> by name on its first compile and relies on
+ * its own RPATH ($ORIGIN) to find it. That breaks whenever dlopen's caller is not NVRTC itself,
+ * as under AddressSanitizer, whose dlopen interceptor makes the runtime the caller. Opening the
+ * file beside nvrtc_path by full path first makes NVRTC's later by-name open resolve to the
+ * already loaded library (the loader matches sonames), so the builtins always come from the
+ * toolkit this search chose. Missing builtins are left for NVRTC to report. Caller holds g_lock. */
+static void preload_builtins(jit__toolchain_t *tc) {
+    int major = 0, minor = 0;
+    const char *slash = strrchr(tc->nvrtc_path, '/');
+    if (tc->builtins_lib || !slash || tc->nvrtcVersion(&major, &minor) != NVRTC_SUCCESS)
+        return;
+    char path[sizeof(tc->nvrtc_path) + 64];
+    snprintf(path, sizeof(path), "%.*s/libnvrtc-builtins.so.%d.%d", (int)(slash - tc->nvrtc_path),
+             tc->nvrtc_path, major, minor);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+        tc->builtins_lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+}
+
 /* Open both libraries of tc (paths set) and bind every entry point. Caller holds g_lock. */
 static int bind_libraries(jit__toolchain_t *tc, char *why, size_t whysz) {
     if (!tc->nvrtc_lib)
@@ -107,6 +126,7 @@ static int bind_libraries(jit__toolchain_t *tc, char *why, size_t whysz) {
     BIND(tc->jitlink_lib, nvJitLinkGetInfoLog);
     BIND(tc->jitlink_lib, nvJitLinkGetLinkedPtxSize);
     BIND(tc->jitlink_lib, nvJitLinkGetLinkedPtx);
+    preload_builtins(tc);
     return 1;
 }
 
@@ -231,6 +251,8 @@ static void discard(jit__toolchain_t *tc) {
         dlclose(tc->nvrtc_lib);
     if (tc->jitlink_lib)
         dlclose(tc->jitlink_lib);
+    if (tc->builtins_lib)
+        dlclose(tc->builtins_lib);
     free(tc);
 }
 

@@ -29,6 +29,7 @@ typedef struct jit__toolchain {
     int archs[64]; /* nvrtcGetSupportedArchs, e.g. 90, 100, 103, 107 */
     int n_archs;
     void *nvrtc_lib, *jitlink_lib;
+    void *builtins_lib; /* libnvrtc-builtins beside nvrtc_path, opened ahead of NVRTC */
     /* NVRTC */
     const char *(*nvrtcGetErrorString)(nvrtcResult);
     nvrtcResult (*nvrtcVersion)(int *, int *);

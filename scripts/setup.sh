@@ -2,8 +2,8 @@
 # Set up a Debian or Ubuntu machine for jitgemm and build it.
 #
 # 1. Installs the build dependencies from the distribution (only those missing): cmake,
-#    pkg-config, jansson, Criterion, xxhash. The CUDA toolkit itself is expected to be there
-#    already (headers only: nothing links against CUDA libraries).
+#    pkg-config, jansson, Criterion, xxhash, clang (for the fuzzers). The CUDA toolkit itself
+#    is expected to be there already (headers only: nothing links against CUDA libraries).
 # 2. Puts a newer NVRTC and nvJitLink than the system toolkit's into the project-local folder
 #    .deps/cuda-<major.minor>/{lib,include}, from the wheels on PyPI. They are downloaded with
 #    `pip download` and unpacked by hand, so nothing is installed system-wide; the library finds
@@ -23,7 +23,11 @@ set -euo pipefail
 NVRTC_WHEEL_VERSION=13.5.37
 NVJITLINK_WHEEL_VERSION=13.5.37
 NVDISASM_WHEEL_VERSION=13.5.37
-APT_PACKAGES=(gcc make cmake pkg-config libjansson-dev libcriterion-dev libxxhash-dev)
+# clang and libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes: only a recommendation
+# of clang, which --no-install-recommends skips; 14 is Debian 12's clang) build the fuzz
+# harnesses (tests/fuzz). gcc's sanitizer runtimes, for the JITGEMM_SANITIZE build, come with gcc.
+APT_PACKAGES=(gcc make cmake pkg-config libjansson-dev libcriterion-dev libxxhash-dev clang
+    libclang-rt-14-dev)
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DEPS_DIR="$ROOT/.deps/cuda-${NVRTC_WHEEL_VERSION%.*}"

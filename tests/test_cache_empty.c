@@ -48,4 +48,5 @@ Test(cache_empty, maintenance_never_sorts_a_null_array) {
     jit__cache_close(c);
     cr_expect_eq(atomic_load(&g_null_arrays), 0, "qsort was given a NULL array %d times",
                  atomic_load(&g_null_arrays));
+    free(dir);
 }

@@ -197,6 +197,7 @@ Test(verify_reports, every_manifest_damage_without_repairing_it) {
         for (unsigned i = 1; i <= 3; i++)
             cr_expect(tc_hit(c, i, 4096), "%s: entry %u lost", k_damage[k].name, i);
         jit__cache_close(c);
+        free(dir);
     }
 }
 
@@ -215,6 +216,7 @@ Test(verify_reports, a_healthy_cache_is_clean_and_untouched) {
     cli_free(&r);
     free(before);
     free(after);
+    free(dir);
 }
 
 /* ---- D7: a directory inside kernels/ ------------------------------------------------------ */
@@ -256,6 +258,7 @@ Test(kernels_subdir, verify_reports_it_and_gc_removes_it) {
     cr_expect(!tc_exists(junk) && !tc_exists(named), "clear left a directory in kernels/");
     cr_expect_eq(tc_count_files(dir, "kernels"), 0);
     jit__cache_close(c);
+    free(dir);
 }
 
 /* A symbolic link planted in kernels/ is removed itself; what it points at is never touched. */
@@ -275,6 +278,8 @@ Test(kernels_subdir, removal_never_follows_links) {
     cr_expect(!tc_exists(link));
     cr_expect(tc_exists(victim), "clear followed a link out of the cache");
     jit__cache_close(c);
+    free(dir);
+    free(outside);
 }
 
 /* ---- D9: a cap below one cubin ------------------------------------------------------------ */
@@ -295,6 +300,7 @@ Test(size_cap, smaller_than_one_entry_warns_once) {
     jit__cache_close(c);
 
     /* A cap that fits every entry says nothing. */
+    free(dir);
     dir = tc_mkdtemp("cap-roomy");
     c = tc_open(dir, 1 << 20);
     tc_capture_begin(&cap);
@@ -304,6 +310,7 @@ Test(size_cap, smaller_than_one_entry_warns_once) {
     cr_expect_eq(tc_count(err, "warning:"), 0, "%s", err);
     free(err);
     jit__cache_close(c);
+    free(dir);
 }
 
 /* ---- D10: clear and publishes in flight --------------------------------------------------- */
@@ -335,4 +342,5 @@ Test(clear_in_flight, young_temporaries_and_orphans_are_left_to_gc) {
     cr_assert_eq(jit__cache_gc(c, NULL, 0, 0, NULL, &removed, NULL), JIT_OK);
     cr_expect(!tc_exists(young) && !tc_exists(orphan));
     jit__cache_close(c);
+    free(dir);
 }

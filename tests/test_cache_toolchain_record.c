@@ -277,9 +277,7 @@ Test(cache_toolchains, nothing_out_of_bounds_is_written) {
 
 Test(cache_toolchains, a_damaged_file_is_replaced_whole) {
     static const char *const damage[] = {"{\"format\": 1, \"toolchains\": [{\"nvrtc_pa", "",
-                                         "\x7f"
-                                         "ELF garbage",
-                                         "[]", "{\"format\": 1}"};
+                                         "\177ELF garbage", "[]", "{\"format\": 1}"};
     for (size_t i = 0; i < sizeof(damage) / sizeof(damage[0]); i++) {
         char *dir = tc_mkdtemp("tcdamage");
         jit__cache_t *c = tc_open(dir, 0);

@@ -4,8 +4,11 @@
  * with an NVRTC that lacks sm_107a.
  */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compile.h"
 #include "cubin_info.h"
@@ -37,6 +40,30 @@ Test(compile, automatic_choice_is_the_newest) {
     cr_assert(jit__toolchain_supports(tc, 90));
     cr_assert_eq(jit__toolchain_get(NULL, &sys, &d), JIT_OK);
     cr_assert_eq(sys, tc, "the choice is made once and kept");
+}
+
+/* NVRTC finds its builtins library through its own RPATH, which a dlopen interceptor (ASan's)
+ * defeats; loading a toolchain must already have opened the builtins beside libnvrtc, so that
+ * NVRTC's by-name open of it needs no search at all. */
+Test(compile, loading_opens_the_builtins_beside_nvrtc) {
+    const jit__toolchain_t *tc;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    cr_assert_eq(jit__toolchain_get(NULL, &tc, &d), JIT_OK, "%s", d.msg);
+    cr_assert_eq(jit__toolchain_load(tc, &d), JIT_OK, "%s", d.msg);
+    const char *slash = strrchr(tc->nvrtc_path, '/');
+    if (!slash)
+        cr_skip("NVRTC came from the loader's search path, not a toolkit directory");
+    char name[64], path[sizeof(tc->nvrtc_path) + 64];
+    snprintf(name, sizeof(name), "libnvrtc-builtins.so.%d.%d", tc->id.nvrtc_major,
+             tc->id.nvrtc_minor);
+    snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - tc->nvrtc_path), tc->nvrtc_path, name);
+    if (access(path, R_OK) != 0)
+        cr_skip("no %s beside %s", name, tc->nvrtc_path);
+    cr_assert_not_null(tc->builtins_lib, "%s was not opened", path);
+    void *h = dlopen(name, RTLD_NOW | RTLD_NOLOAD);
+    cr_assert_not_null(h, "%s is not resolvable by name without a search", name);
+    dlclose(h);
 }
 
 Test(compile, a_missing_directory_is_a_clear_error) {

@@ -1,0 +1,17 @@
+# The sanitizer build's report folder (CMakeLists.txt, JITGEMM_SANITIZE): MODE=clear empties
+# DIR before the suite runs; MODE=check prints every report left in it and fails if there is one.
+if(MODE STREQUAL "clear")
+  file(REMOVE_RECURSE "${DIR}")
+  file(MAKE_DIRECTORY "${DIR}")
+  return()
+endif()
+file(GLOB reports "${DIR}/report.*")
+if(reports)
+  list(LENGTH reports n)
+  foreach(f ${reports})
+    file(READ "${f}" text)
+    message("---- ${f}\n${text}")
+  endforeach()
+  message(FATAL_ERROR "${n} sanitizer report(s) in ${DIR}")
+endif()
+message("no sanitizer report")
