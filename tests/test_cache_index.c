@@ -94,6 +94,7 @@ Test(index_drift, a_phantom_is_not_listed_and_leaves_the_index_at_the_next_publi
     free(manifest);
     cr_expect_eq(verify_bad(c), 0);
     jit__cache_close(c);
+    free(dir);
 }
 
 Test(index_drift, a_size_that_disagrees_with_the_cubin_is_not_listed) {
@@ -114,6 +115,7 @@ Test(index_drift, a_size_that_disagrees_with_the_cubin_is_not_listed) {
     cr_expect_eq(e.size, SIZE, "cache list shows %llu bytes for a %d-byte cubin",
                  (unsigned long long)e.size, SIZE);
     jit__cache_close(c);
+    free(dir);
 }
 
 Test(index_drift, an_entry_missing_from_the_index_is_picked_up_at_the_next_publish) {
@@ -135,6 +137,7 @@ Test(index_drift, an_entry_missing_from_the_index_is_picked_up_at_the_next_publi
     cr_expect_eq(list_count(c), 3);
     cr_expect_eq(verify_bad(c), 0);
     jit__cache_close(c);
+    free(dir);
 }
 
 /* ---- the journal ------------------------------------------------------------------------- */
@@ -162,6 +165,7 @@ Test(journal, a_publish_to_a_large_cache_appends_and_does_not_rewrite_the_manife
     cr_expect_eq(list_count(c), LARGE + 1);
     cr_expect_eq(verify_bad(c), 0);
     jit__cache_close(c);
+    free(dir);
 }
 
 Test(journal, stays_a_fraction_of_the_manifest) {
@@ -177,6 +181,7 @@ Test(journal, stays_a_fraction_of_the_manifest) {
     cr_expect_eq(list_count(c), 3 * LARGE);
     cr_expect_eq(verify_bad(c), 0);
     jit__cache_close(c);
+    free(dir);
 }
 
 Test(journal, a_torn_last_line_is_ignored_reported_and_repaired) {
@@ -199,6 +204,7 @@ Test(journal, a_torn_last_line_is_ignored_reported_and_repaired) {
     cr_expect_eq(verify_bad(c), 0, "gc did not repair the torn journal");
     cr_expect_eq(list_count(c), LARGE + 2);
     jit__cache_close(c);
+    free(dir);
 }
 
 Test(journal, a_publish_after_a_torn_line_is_not_lost) {
@@ -214,6 +220,7 @@ Test(journal, a_publish_after_a_torn_line_is_not_lost) {
     cr_expect_eq(verify_bad(c), 0, "the publish appended after the torn line");
     cr_expect(listed(c, tc_hash(LARGE), NULL), "the line after a torn one was lost");
     jit__cache_close(c);
+    free(dir);
 }
 
 Test(journal, a_garbage_line_makes_list_rebuild_and_verify_report) {
@@ -228,6 +235,7 @@ Test(journal, a_garbage_line_makes_list_rebuild_and_verify_report) {
     cr_expect_eq(list_count(c), LARGE + 1);
     cr_expect_eq(verify_bad(c), 0, "list did not rebuild the index");
     jit__cache_close(c);
+    free(dir);
 }
 
 Test(journal, clear_removes_it) {
@@ -240,4 +248,5 @@ Test(journal, clear_removes_it) {
     cr_expect_not(tc_exists(top(dir, "manifest.journal")));
     cr_expect_eq(list_count(c), 0);
     jit__cache_close(c);
+    free(dir);
 }
