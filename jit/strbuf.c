@@ -92,3 +92,11 @@ char *jit__sb_take(jit__sb_t *sb) {
     jit__sb_init(sb);
     return p;
 }
+
+void jit__sb_append_comment_safe(jit__sb_t *sb, const char *text) {
+    for (const char *p = text; *p; p++) {
+        jit__sb_appendn(sb, p, 1);
+        if (p[0] == '*' && p[1] == '/')
+            jit__sb_append(sb, " ");
+    }
+}

@@ -22,6 +22,9 @@ void jit__sb_printf(jit__sb_t *sb, const char *fmt, ...) __attribute__((format(p
 /* Append `indent` levels of four spaces, then the formatted text, then a newline. */
 void jit__sb_line(jit__sb_t *sb, int indent, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Append text that goes inside a block comment (a key, a plan's reason): a stray comment
+ * terminator would end the comment early, so each one gets a space written after it. */
+void jit__sb_append_comment_safe(jit__sb_t *sb, const char *text);
 int jit__sb_failed(const jit__sb_t *sb);
 /* Hand the buffer to the caller (free with free()); the builder is reset. NULL on failure. */
 char *jit__sb_take(jit__sb_t *sb);

@@ -89,15 +89,6 @@ static jit_status_t check_plan(const jit__plan_t *plan, shape_t *s, jit__diag_t 
     return JIT_OK;
 }
 
-/* Key text inside a block comment: a stray comment terminator would end it early. */
-static void append_comment_safe(jit__sb_t *sb, const char *text) {
-    for (const char *p = text; *p; p++) {
-        jit__sb_appendn(sb, p, 1);
-        if (p[0] == '*' && p[1] == '/')
-            jit__sb_append(sb, " ");
-    }
-}
-
 static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t *key,
                         const shape_t *s) {
     const jit__gemm_spec_t *spec = &plan->spec;
@@ -106,7 +97,7 @@ static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t
     jit__sb_append(sb, " * Family fp8_mma_sync: cp.async -> shared ring -> ldmatrix.x4 -> "
                        "mma.sync.m16n8k32 (FP32) -> epilogue.\n *\n");
     jit__sb_append(sb, " * key:    ");
-    append_comment_safe(sb, key ? key->text : "(none)");
+    jit__sb_append_comment_safe(sb, key ? key->text : "(none)");
     jit__sb_printf(sb, "\n * hash:   %s\n", key ? key->hash : "(none)");
     jit__sb_printf(sb, " * target: %s%s\n *\n", key ? key->target : "(none)",
                    key && key->fallback ? " (fallback build for this arch)" : "");

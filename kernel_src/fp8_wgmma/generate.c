@@ -49,15 +49,6 @@ static jit_status_t check_plan(const jit__plan_t *plan, jit__diag_t *d) {
     return JIT_OK;
 }
 
-/* Key text inside a block comment: a stray comment terminator would end it early. */
-static void append_comment_safe(jit__sb_t *sb, const char *text) {
-    for (const char *p = text; *p; p++) {
-        jit__sb_appendn(sb, p, 1);
-        if (p[0] == '*' && p[1] == '/')
-            jit__sb_append(sb, " ");
-    }
-}
-
 static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t *key) {
     const jit__gemm_spec_t *s = &plan->spec;
     const jit__wgmma_plan_t *wp = jit__wgmma_cof(plan);
@@ -65,7 +56,7 @@ static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t
                    "/*\n * jitgemm generated kernel: FP8 E4M3 x E4M3 GEMM with FP32 row scales, "
                    "BF16 out.\n * Family fp8_wgmma: TMA (128B swizzle) -> mbarrier ring -> "
                    "wgmma m64nNk32 -> epilogue.\n *\n * key:    ");
-    append_comment_safe(sb, key ? key->text : "(none)");
+    jit__sb_append_comment_safe(sb, key ? key->text : "(none)");
     jit__sb_printf(sb, "\n * hash:   %s\n", key ? key->hash : "(none)");
     jit__sb_printf(sb, " * target: %s\n *\n * plan:\n", key ? key->target : "(none)");
     jit__sb_printf(sb, " *   arch %s, sm_count %d, token band %d\n", plan->arch->name,
@@ -91,7 +82,7 @@ static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t
                    wp->cluster > 1 ? " CTAs sharing each B tile by TMA multicast" : " CTA");
     if (plan->chosen >= 0 && plan->reason[0]) {
         jit__sb_append(sb, " *   model: ");
-        append_comment_safe(sb, plan->reason);
+        jit__sb_append_comment_safe(sb, plan->reason);
         jit__sb_append(sb, "\n");
     }
     if (s->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU)

@@ -238,7 +238,9 @@ static void emit_header(const jit__tcg_t *g) {
     jit__sb_t *sb = g->sb;
     jit__sb_append(sb, "/*\n * jitgemm tcgen05 block-scaled GEMM\n");
     if (g->key) {
-        jit__sb_printf(sb, " * key:  %s\n", g->key->text);
+        jit__sb_append(sb, " * key:  ");
+        jit__sb_append_comment_safe(sb, g->key->text);
+        jit__sb_append(sb, "\n");
         jit__sb_printf(sb, " * hash: %s\n", g->key->hash);
     }
     jit__sb_printf(
