@@ -153,11 +153,8 @@ void jit__ref_blockscaled(const jit__gemm_spec_t *spec, int64_t m, const uint8_t
                 block_dot(&d, k, arow, b + j * ldb_bytes, r, j, sfa_tiled, sfb_tiled, &s, &sabs);
                 v = al * s;
                 vm = fabs(al) * sabs;
-                if (spec->epilogue == JIT_EPILOGUE_LINEAR_ADD) {
-                    double res = (double)jit__bf16_decode(residual[r * ldr + j]);
-                    v += res;
-                    vm += fabs(res);
-                }
+                if (spec->epilogue == JIT_EPILOGUE_LINEAR_ADD)
+                    jit__ref_add_residual(residual, ldr, r, j, &v, &vm);
             }
             out[r * nout + j] = v;
             if (mag)

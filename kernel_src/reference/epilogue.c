@@ -1,10 +1,12 @@
 /*
- * The epilogue arithmetic both host references share: SwiGLU of a gate/up pair and the
- * first-order propagation of their accumulation bounds, so the FP8 row-scaled and the
- * block-scaled references cannot drift apart in what they call the right answer.
+ * The epilogue arithmetic both host references share: SwiGLU of a gate/up pair, the residual
+ * of linear_add, and the first-order propagation of their accumulation bounds, so the FP8
+ * row-scaled and the block-scaled references cannot drift apart in what they call the right
+ * answer.
  */
 #include <math.h>
 
+#include "formats.h"
 #include "reference.h"
 
 /* Written with exp of a non-positive argument only, so a very negative gate gives its tiny
@@ -23,4 +25,11 @@ void jit__ref_swiglu(double g, double g_mag, double u, double u_mag, double *out
     double slope = s * (1.0 + g * (1.0 - s));
     *out = silu * u;
     *mag = fabs(u * slope) * g_mag + fabs(silu) * u_mag;
+}
+
+void jit__ref_add_residual(const uint16_t *residual, int64_t ldr, int64_t r, int64_t j, double *out,
+                           double *mag) {
+    double res = (double)jit__bf16_decode(residual[r * ldr + j]);
+    *out += res;
+    *mag += fabs(res);
 }

@@ -57,11 +57,8 @@ void jit__ref_fp8_rowscaled(const jit__gemm_spec_t *spec, int64_t m, const uint8
                 double sc = row_scale * (double)sb[j];
                 v = sc * s;
                 vm = fabs(sc) * sabs;
-                if (spec->epilogue == JIT_EPILOGUE_LINEAR_ADD) {
-                    double res = (double)jit__bf16_decode(residual[r * ldr + j]);
-                    v += res;
-                    vm += fabs(res);
-                }
+                if (spec->epilogue == JIT_EPILOGUE_LINEAR_ADD)
+                    jit__ref_add_residual(residual, ldr, r, j, &v, &vm);
             }
             out[r * nout + j] = v;
             if (mag)

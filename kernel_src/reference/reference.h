@@ -29,6 +29,11 @@ void jit__ref_fp8_rowscaled_of(const jit__gemm_spec_t *spec, const struct jit__r
  * |u * silu'(g)| * g_mag + |silu(g)| * u_mag. Shared by both references. */
 void jit__ref_swiglu(double g, double g_mag, double u, double u_mag, double *out, double *mag);
 
+/* linear_add: element (r, j) of the BF16 residual joins the scaled sum, and its magnitude the
+ * bound. Shared by both references. */
+void jit__ref_add_residual(const uint16_t *residual, int64_t ldr, int64_t r, int64_t j, double *out,
+                           double *mag);
+
 /* The tolerance a BF16 output of the FP8 family is checked with: half a BF16 ulp (2^-8 |ref|),
  * the FP32 accumulation error (1e-5 * mag, mag from jit__ref_fp8_rowscaled), and an absolute
  * 2^-100 for values FP32 cannot hold: the kernel flushes subnormals, so SwiGLU's silu(g)
