@@ -67,6 +67,15 @@ static void format_time(int64_t t, char *out, size_t outsz) {
         snprintf(out, outsz, "-");
 }
 
+/* One JSON object per line; takes the reference to o. */
+static void print_json_line(json_t *o) {
+    char *line = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    if (line)
+        puts(line);
+    free(line);
+    json_decref(o);
+}
+
 static void print_compact(const char *json_text) {
     json_t *j = json_loads(json_text, 0, NULL);
     char *line = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -131,11 +140,7 @@ static void on_problem(const char *hash, const char *problem, void *user) {
         json_t *o = json_object();
         json_object_set_new(o, "hash", hash && *hash ? json_string(hash) : json_null());
         json_object_set_new(o, "problem", json_string(problem ? problem : ""));
-        char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        if (line)
-            puts(line);
-        free(line);
-        json_decref(o);
+        print_json_line(o);
     } else {
         printf("%s: %s\n", hash && *hash ? hash : "manifest", problem ? problem : "");
     }
@@ -175,11 +180,7 @@ static void on_would_remove(const char *name, const char *reason, void *user) {
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(name));
         json_object_set_new(o, "reason", json_string(reason));
-        char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        if (line)
-            puts(line);
-        free(line);
-        json_decref(o);
+        print_json_line(o);
     } else {
         printf("would remove %s: %s\n", name, reason);
     }
