@@ -226,7 +226,6 @@ void jit_context_destroy(jit_context_t *ctx) {
         next = r->next;
         free(r->cubin);
         free(r->source);
-        free(r->ptx);
         free(r);
     }
     jit__cache_close(ctx->cache);

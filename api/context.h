@@ -60,7 +60,7 @@ typedef struct jit__cubin_rec {
     jit__cache_entry_t entry;
     void *cubin;
     size_t size;
-    char *source, *ptx; /* kept only when this context compiled it */
+    char *source; /* kept only when this context compiled it; the PTX is made on demand */
 } jit__cubin_rec_t;
 
 typedef struct jit__inflight {

@@ -30,18 +30,11 @@ static char *key_text(const jit__key_t *key, const jit__plan_t *plan, const jit_
     return out;
 }
 
-/* The PTX of a kernel: kept in memory or in the cache when one was made, else compiled now
- * (the pipeline builds cubins without it: jit/compile.h says why). */
+/* The PTX of a kernel: from the cache where an older build stored one, else compiled now (the
+ * pipeline builds cubins without it: jit/compile.h says why). */
 static char *ptx_of(jit_context_t *ctx, const jit__toolchain_t *tc, const jit__plan_t *plan,
                     const jit__key_t *key, const jit__obtained_t *got, jit__diag_t *d) {
-    pthread_mutex_lock(&ctx->lock);
     char *ptx = NULL;
-    for (jit__cubin_rec_t *r = ctx->cubins; r; r = r->next)
-        if (strcmp(r->entry.hash, got->entry.hash) == 0 && r->ptx)
-            ptx = strdup(r->ptx);
-    pthread_mutex_unlock(&ctx->lock);
-    if (ptx)
-        return ptx;
     jit__diag_t miss;
     jit__diag_init(&miss);
     if (jit__cache_read_file(ctx->cache, got->entry.hash, ".ptx", &ptx, &miss) == JIT_OK) {

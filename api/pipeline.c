@@ -94,10 +94,8 @@ static jit_status_t compile_key(jit_context_t *ctx, const jit__toolchain_t *tc,
     jit__hash_hex(c.cubin, c.cubin_size, e->checksum);
     rec->cubin = c.cubin;
     rec->size = c.cubin_size;
-    rec->ptx = c.ptx;
     rec->source = source;
     c.cubin = NULL;
-    c.ptx = NULL;
     jit__compiled_free(&c);
     return JIT_OK;
 }
@@ -138,8 +136,8 @@ static jit_status_t disk_or_compile(jit_context_t *ctx, const jit__toolchain_t *
             jit__diag_t pd;
             jit__diag_init(&pd);
             /* A cache that cannot take the entry costs a recompile next time, nothing more. */
-            if (jit__cache_put(ctx->cache, &rec->entry, rec->cubin, rec->size, rec->source,
-                               rec->ptx, &pd) != JIT_OK)
+            if (jit__cache_put(ctx->cache, &rec->entry, rec->cubin, rec->size, rec->source, NULL,
+                               &pd) != JIT_OK)
                 jit__log(ctx->log_level, JIT_LOG_WARN, "could not store kernel %s: %s", key->hash,
                          pd.msg);
             jit__diag_clear(&pd);
@@ -194,7 +192,6 @@ jit_status_t jit__ctx_obtain(jit_context_t *ctx, const jit__toolchain_t *tc,
     } else if (rec) {
         free(rec->cubin);
         free(rec->source);
-        free(rec->ptx);
         free(rec);
     }
     pthread_cond_broadcast(&ctx->inflight_done);
