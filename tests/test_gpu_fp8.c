@@ -295,7 +295,7 @@ static void run_case(jit_context_t *ctx, const jit__driver_t *drv, const jit__fa
     free(mag);
 }
 
-/* The candidate each M of k_tokens is forced to in the unverified-routes test: the decode
+/* The candidate each M of k_tokens is forced to in the forced-routes tests: the decode
  * kernel for the decode bands, clusters of two with multicast above (M = 127, 600 and 1345 give
  * odd m-tile counts, so a CTA of a cluster has no rows). NULL: the plan's own choice. */
 static const char *g_forced[sizeof(k_tokens) / sizeof(k_tokens[0])];
@@ -375,14 +375,10 @@ Test(gpu_fp8, mma_sync_linear_swiglu_against_fp64_reference, .timeout = 900) {
     run_epilogue("fp8_mma_sync", JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
 }
 
-/* The routes that have not yet run correctly on hardware through the library (the decode
- * kernel, clusters of two): run only when JITGEMM_ALLOW_UNVERIFIED_ROUTES=1 asks for them, so
- * the GPU check can validate them before they become defaults. */
-static void run_unverified(jit_epilogue_t ep, int64_t n) {
-    const char *v = getenv("JITGEMM_ALLOW_UNVERIFIED_ROUTES");
-    if (!v || strcmp(v, "1") != 0)
-        cr_skip("GPU test skipped: set JITGEMM_ALLOW_UNVERIFIED_ROUTES=1 to check the decode and "
-                "cluster-of-two wgmma routes");
+/* The decode kernel and clusters of two, forced where the models would not always take them:
+ * the decode route for the decode bands, clusters of two with multicast above (M = 127, 600 and
+ * 1345 give odd m-tile counts, so a CTA of a cluster has no rows). */
+static void run_forced_routes(jit_epilogue_t ep, int64_t n) {
     static const char *const forced[] = {"wgmma_decode_s6:16x128", "wgmma_decode_s3:64x128",
                                          "wgmma_tma_mc2:128x128",  "wgmma_tma_mc2:128x128",
                                          "wgmma_tma_mc2:128x128",  "wgmma_tma_mc2:128x128"};
@@ -391,16 +387,18 @@ static void run_unverified(jit_epilogue_t ep, int64_t n) {
     for (size_t i = 0; i < sizeof(forced) / sizeof(forced[0]); i++)
         g_forced[i] = forced[i];
     run_epilogue("fp8_wgmma", ep, n);
+    for (size_t i = 0; i < sizeof(forced) / sizeof(forced[0]); i++)
+        g_forced[i] = NULL;
 }
 
-Test(gpu_fp8, wgmma_unverified_routes_linear, .timeout = 900) {
-    run_unverified(JIT_EPILOGUE_LINEAR, 1001);
+Test(gpu_fp8, wgmma_decode_and_cluster_routes_linear, .timeout = 900) {
+    run_forced_routes(JIT_EPILOGUE_LINEAR, 1001);
 }
 
-Test(gpu_fp8, wgmma_unverified_routes_linear_add, .timeout = 900) {
-    run_unverified(JIT_EPILOGUE_LINEAR_ADD, 1176);
+Test(gpu_fp8, wgmma_decode_and_cluster_routes_linear_add, .timeout = 900) {
+    run_forced_routes(JIT_EPILOGUE_LINEAR_ADD, 1176);
 }
 
-Test(gpu_fp8, wgmma_unverified_routes_linear_swiglu, .timeout = 900) {
-    run_unverified(JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
+Test(gpu_fp8, wgmma_decode_and_cluster_routes_linear_swiglu, .timeout = 900) {
+    run_forced_routes(JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
 }

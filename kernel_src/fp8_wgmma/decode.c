@@ -3,10 +3,6 @@
  * puts the weights on wgmma's M side and the tokens on its N side, and splits K so that every SM
  * streams weights; the last CTA of a tile adds the k-splits' partials in a fixed order. This file
  * holds its sizes, its candidates for the cost model and its parameter block.
- *
- * The route is weighed only with JITGEMM_ALLOW_UNVERIFIED_ROUTES=1: the kernel passed its
- * correctness, determinism and sanitizer runs on the H200 in a standalone harness, but this host
- * side has not yet launched it there (docs/kernels-fp8-wgmma.md).
  */
 #include <stdio.h>
 #include <string.h>
@@ -54,24 +50,30 @@ unsigned jit__wgmma_decode_grid(const jit__plan_t *p, int64_t m) {
 
 /* ---- candidates -------------------------------------------------------------------------- */
 
-/* Weights stream at this rate when every SM has a unit (the harness measured 2.73-2.95 TB/s of
- * weight bytes at 1 to 4 tokens); each further round of units costs about this much (the grid
- * refills as CTAs finish), and a launch about the last figure. */
-#define DECODE_STREAM_BYTES_PER_S 2.9e12
-#define DECODE_ROUND_US 1.6
-#define DECODE_FIXED_US 1.0
+/* Fitted to the decode cells of the H200 sweep (M = 1, 16 and 64 at 5120 x 17408, M = 16 at
+ * 8192 x 3584; docs/performance.md): the weights stream from HBM at up to the first rate, one SM
+ * takes in at most the second, each further round of units costs about the third (the grid
+ * refills as CTAs finish), the last CTA of a tile reads the split partials back at the fourth
+ * rate, and a launch with its ramp costs the last figure. */
+#define DECODE_HBM_BYTES_PER_S 3.968e12
+#define DECODE_SM_BYTES_PER_S 121e9
+#define DECODE_ROUND_US 1.196
+#define DECODE_REDUCE_BYTES_PER_S 1.885e12
+#define DECODE_FIXED_US 5.245
 
 static double decode_us(const jit__plan_t *p, int bw, int tok, int split, int64_t m) {
     double k = (double)p->spec.k;
     int64_t units = (m + tok - 1) / tok * ((p->spec.n + bw - 1) / bw) * split;
-    double busy = (double)units < p->sm_count ? (double)units / p->sm_count : 1.0;
     int64_t rounds = (units + p->sm_count - 1) / p->sm_count;
-    double stream = (double)p->spec.n * k / (DECODE_STREAM_BYTES_PER_S * busy) * 1e6;
-    /* The last CTA of a tile reads the split partials back: SPLIT x tokens x rows floats. */
+    double hbm = (double)p->spec.n * k / DECODE_HBM_BYTES_PER_S * 1e6;
+    double per_sm = (double)rounds * (double)(bw + tok) * k / split / DECODE_SM_BYTES_PER_S * 1e6;
+    /* The last CTA of a tile reads the split partials back: SPLIT x tokens x rows floats, and
+     * they were written once. */
     double reduce = split > 1 ? (double)split * (double)m * (double)p->spec.n * 4.0 * 2.0 /
-                                    DECODE_STREAM_BYTES_PER_S * 1e6
+                                    DECODE_REDUCE_BYTES_PER_S * 1e6
                               : 0;
-    return stream + reduce + DECODE_ROUND_US * (double)(rounds - 1) + DECODE_FIXED_US;
+    return (hbm > per_sm ? hbm : per_sm) + reduce + DECODE_ROUND_US * (double)(rounds - 1) +
+           DECODE_FIXED_US;
 }
 
 /* The token tile of a band: one tile holds every M of it (16 for M <= 16, 64 up to 64), and a

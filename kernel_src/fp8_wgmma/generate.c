@@ -75,11 +75,17 @@ static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t
                    " *   384 threads: 1 producer warpgroup (%d registers), 2 consumer "
                    "warpgroups (%d)\n",
                    wp->producer_regs, wp->consumer_regs);
-    jit__sb_printf(sb,
-                   " *   dynamic shared memory %u bytes; persistent grid, raster groups of %d "
-                   "m-groups; clusters of %d%s\n",
-                   plan->smem_bytes, wp->group_m, wp->cluster,
-                   wp->cluster > 1 ? " CTAs sharing each B tile by TMA multicast" : " CTA");
+    if (wp->route == JIT_WGMMA_DECODE)
+        jit__sb_printf(sb,
+                       " *   dynamic shared memory %u bytes; one CTA per (token tile, weight "
+                       "tile, k-split) unit\n",
+                       plan->smem_bytes);
+    else
+        jit__sb_printf(sb,
+                       " *   dynamic shared memory %u bytes; persistent grid, raster groups of %d "
+                       "m-groups; clusters of %d%s\n",
+                       plan->smem_bytes, wp->group_m, wp->cluster,
+                       wp->cluster > 1 ? " CTAs sharing each B tile by TMA multicast" : " CTA");
     if (plan->chosen >= 0 && plan->reason[0]) {
         jit__sb_append(sb, " *   model: ");
         jit__sb_append_comment_safe(sb, plan->reason);
