@@ -25,9 +25,8 @@
  *   0  "fast": the whole K accumulates in the wgmma accumulators (FP8 wgmma keeps ~14 mantissa bits
  *      in its internal sums, so error grows with K);
  *   1  "promotion": each 128-K block goes into a fresh accumulator (scale_d = 0 on its first k32)
- *      and is added into FP32 registers. When 3 x WAVES x BN/2 <= 192 (BM 128, BN <= 128) two
- *      partial accumulators alternate, so the add of block kb-1 overlaps block kb's wgmmas;
- *      otherwise one partial accumulator and a full wgmma wait per block.
+ *      and is added into FP32 registers after a full wgmma wait (one partial accumulator: two
+ *      alternating ones make ptxas serialise the wgmmas, docs/kernels-fp8-wgmma.md).
  *   2  diagnostic: promotion after every k32 wgmma (slow; isolates the in-instruction error).
  */
 #ifndef JITGEMM_FP8_WGMMA_CUH
@@ -334,6 +333,18 @@ struct Fp8WgmmaKernel {
         const bool r_vec = EPILOGUE == FP8W_EPI_LINEAR_ADD && (p.ldr % 2 == 0) &&
                            (((u64)p.residual & 3) == 0);
 
+        /* The column scales of every column this thread holds, loaded in one batch before the
+         * chunks: the named barriers between chunks are memory clobbers, so loads left inside
+         * a chunk could not be hoisted and each chunk would wait out one global-load latency.
+         * (The promotion registers are dead here, so this costs no occupancy.) */
+        float cs[ACC / 4][2];
+#pragma unroll
+        for (int j = 0; j < ACC / 4; j++) {
+            const int col = n0 + 8 * j + 2 * t;
+            cs[j][0] = col < N ? p.sb[col] : 0.0f;
+            cs[j][1] = col + 1 < N ? p.sb[col + 1] : 0.0f;
+        }
+
 #pragma unroll
         for (int c = 0; c < TILE_NOUT / EPI_CH; c++) {
             /* 1. registers -> staging (this chunk's accumulator columns only) */
@@ -341,8 +352,8 @@ struct Fp8WgmmaKernel {
             for (int jj = 0; jj < EPI_CH_IN / 8; jj++) {
                 const int j = c * (EPI_CH_IN / 8) + jj;
                 const int col = n0 + 8 * j + 2 * t;
-                const float s0 = col < N ? p.sb[col] : 0.0f;
-                const float s1 = col + 1 < N ? p.sb[col + 1] : 0.0f;
+                const float s0 = cs[j][0];
+                const float s1 = cs[j][1];
 #pragma unroll
                 for (int w = 0; w < WAVES; w++)
 #pragma unroll
