@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "compile_mode.h"
 #include "device_files.h"
 #include "key.h"
 #include "log_level.h"
@@ -42,8 +43,13 @@ static void print_usage(FILE *f) {
                "                           else ~/.cache/jitgemm)\n"
                "  JITGEMM_CACHE_MAX_BYTES  cache size cap (default 4 GiB)\n"
                "  JITGEMM_TOOLKIT_DIR      directory holding the NVRTC and nvJitLink to use\n"
-               "  JITGEMM_LOG              " JIT__LOG_LEVEL_NAMES "; default warn\n\n"
-               "Exit status: 0 success, 1 the work failed, 2 bad command line or JITGEMM_LOG.\n");
+               "  JITGEMM_LOG              " JIT__LOG_LEVEL_NAMES "; default warn\n"
+               "  JITGEMM_COMPILE          always (default) or never: with never, a kernel not\n"
+               "                           in the cache fails (JIT_NOT_IN_CACHE) instead of\n"
+               "                           compiling\n"
+               "The README lists every JITGEMM_* variable.\n\n"
+               "Exit status: 0 success, 1 the work failed, 2 bad command line, JITGEMM_LOG or\n"
+               "JITGEMM_COMPILE.\n");
 }
 
 static int print_version(void) {
@@ -108,12 +114,14 @@ int main(int argc, char **argv) {
         fputs(v->help, stdout);
         return JIT_CLI_OK;
     }
-    /* Checked for every verb, not only those that create a context, so a mistyped level never
-     * passes silently. */
+    /* Checked for every verb, not only those that create a context, so a mistyped level or mode
+     * never passes silently. */
     jit_log_level_t level;
+    jit_compile_mode_t mode;
     jit__diag_t d;
     jit__diag_init(&d);
-    if (jit__log_level_from_env(JIT_LOG_WARN, &level, &d) != JIT_OK) {
+    if (jit__log_level_from_env(JIT_LOG_WARN, &level, &d) != JIT_OK ||
+        jit__compile_mode_from_env(JIT_COMPILE_ALWAYS, &mode, &d) != JIT_OK) {
         jit__cli_error("%s", d.msg);
         jit__diag_clear(&d);
         return JIT_CLI_USAGE;
