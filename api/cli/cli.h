@@ -32,6 +32,20 @@ typedef struct jit__cli_opt {
 int jit__cli_parse(const char *verb, int argc, char **argv, const jit__cli_opt_t *opts,
                    size_t n_opts, const char **pos, size_t max_pos, size_t *n_pos);
 
+/* An option that may be given several times; its values are kept in command-line order in
+ * items (room for max; one more is a usage error). */
+typedef struct jit__cli_multi {
+    const char *name;    /* without the leading "--" */
+    const char *metavar; /* always takes a value */
+    const char **items;
+    size_t count, max;
+} jit__cli_multi_t;
+
+/* jit__cli_parse with repeatable options besides the ordinary ones. */
+int jit__cli_parse_multi(const char *verb, int argc, char **argv, const jit__cli_opt_t *opts,
+                         size_t n_opts, jit__cli_multi_t *multi, size_t n_multi, const char **pos,
+                         size_t max_pos, size_t *n_pos);
+
 /* 1 if --help or -h appears before any "--". */
 int jit__cli_wants_help(int argc, char **argv);
 
@@ -57,6 +71,9 @@ int jit__cli_arch(const char *verb, const char *text);
 /* Create a context from the common options (any may be NULL/0). Prints the library's message
  * and returns JIT_CLI_FAILED on failure. */
 int jit__cli_context(const char *cache_dir, const char *arch, int sm_count, jit_context_t **out);
+/* The same, with a compile mode (JIT_COMPILE_NEVER for a command that must not compile). */
+int jit__cli_context_mode(const char *cache_dir, const char *arch, int sm_count,
+                          jit_compile_mode_t mode, jit_context_t **out);
 
 /* The problem options inspect and run share: --op --n --k --tokens --a --b --scales
  * --out-dtype. Texts in, a filled problem out; 0 or JIT_CLI_USAGE. */
