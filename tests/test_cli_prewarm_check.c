@@ -13,7 +13,7 @@
 #include "test_cli_helpers.h"
 
 static char *g_dir;
-static char g_cache[1024], g_list[1024];
+static char g_cache[512], g_list[512];
 
 /* Two problems in two token bands: two kernels per target. */
 static const char k_list[] =

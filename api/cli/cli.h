@@ -106,6 +106,10 @@ int jit__cli_inspect(int argc, char **argv);
 int jit__cli_cache(int argc, char **argv);
 int jit__cli_run(int argc, char **argv);
 
+/* `cache stats` on an open cache (cmd_cache_stats.c); 0 or JIT_CLI_FAILED. */
+struct jit__cache;
+int jit__cli_cache_stats(struct jit__cache *c, int json);
+
 /* Each verb's help text, for `jitgemm help VERB` and `VERB --help`. */
 extern const char jit__cli_prewarm_help[];
 extern const char jit__cli_inspect_help[];

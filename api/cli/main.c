@@ -26,7 +26,7 @@ static const verb_t k_verbs[] = {
      "compile every kernel a shape list needs into the cache"},
     {"inspect", jit__cli_inspect, jit__cli_inspect_help,
      "show the key, plan, source, PTX or cache entry of one problem"},
-    {"cache", jit__cli_cache, jit__cli_cache_help, "list, verify, gc or clear the kernel cache"},
+    {"cache", jit__cli_cache, jit__cli_cache_help, "list, verify, gc, clear or sum up (stats) the kernel cache"},
     {"run", jit__cli_run, jit__cli_run_help,
      "run one GEMM on the GPU, check it against the host reference, time it"},
 };
