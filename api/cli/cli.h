@@ -99,6 +99,17 @@ void jit__cli_progress_format(const jit__cli_progress_t *p, char *out, size_t ou
 /* Redraw on `f` with a carriage return; `final` ends the line. */
 void jit__cli_progress_draw(const jit__cli_progress_t *p, FILE *f, int final);
 
+/* ---- SASS (sass.c) ---- */
+
+/* The nvdisasm to run, into out: the newest <toolkits>/cuda-<v>/bin/nvdisasm beside the program
+ * (where scripts/setup.sh installs it; the folders jit/toolkit_dirs.c gives), else bin/nvdisasm
+ * of $JITGEMM_TOOLKIT_DIR, $CUDA_HOME, $CUDA_PATH or /usr/local/cuda, else the first on PATH.
+ * 1 if found, 0 (and out "") if not. */
+int jit__cli_find_nvdisasm(char *out, size_t outsz);
+/* Run `nvdisasm -c` on the cubin; 0 and *sass (malloc'd), or -1 and the reason in why. */
+int jit__cli_disassemble(const char *nvdisasm, const void *cubin, size_t size, char **sass,
+                         char *why, size_t whysz);
+
 /* ---- verbs ---- */
 
 int jit__cli_prewarm(int argc, char **argv);
