@@ -214,5 +214,13 @@ Test(cli_prewarm_check, help_names_the_new_options) {
     cli_free(&r);
     r = CLI(NULL, NULL, "--help");
     cr_expect(strstr(r.out, "JITGEMM_COMPILE"), "%s", r.out);
+    cr_expect(strstr(r.out, "--target ARCH:SMS") && strstr(r.out, "--check"), "%s", r.out);
+    cr_expect(strstr(r.out, "--sass") && strstr(r.out, "(stats)"), "%s", r.out);
+    cli_free(&r);
+    r = CLI(NULL, NULL, "help", "inspect");
+    cr_expect(strstr(r.out, "--sass") && strstr(r.out, "--cubin"), "%s", r.out);
+    cli_free(&r);
+    r = CLI(NULL, NULL, "cache", "--help");
+    cr_expect(strstr(r.out, "jitgemm cache stats"), "%s", r.out);
     cli_free(&r);
 }

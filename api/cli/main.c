@@ -23,9 +23,11 @@ typedef struct verb {
 
 static const verb_t k_verbs[] = {
     {"prewarm", jit__cli_prewarm, jit__cli_prewarm_help,
-     "compile every kernel a shape list needs into the cache"},
+     "compile every kernel a shape list needs into the cache, for one or more\n"
+     "            --target ARCH:SMS; --check lists what the cache lacks, compiling nothing"},
     {"inspect", jit__cli_inspect, jit__cli_inspect_help,
-     "show the key, plan, source, PTX or cache entry of one problem"},
+     "show the key, plan, source, PTX, SASS (--sass), cubin (--cubin --out DIR)\n"
+     "            or cache entry of one problem"},
     {"cache", jit__cli_cache, jit__cli_cache_help, "list, verify, gc, clear or sum up (stats) the kernel cache"},
     {"run", jit__cli_run, jit__cli_run_help,
      "run one GEMM on the GPU, check it against the host reference, time it"},
