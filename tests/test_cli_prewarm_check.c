@@ -178,6 +178,13 @@ Test(cli_prewarm_check, several_targets_in_one_run) {
     cr_expect(!strstr(r.out, "missing sm_"), "%s", r.out);
     cr_expect(strstr(r.out, "check: 2 problems, sm_120a with 84 SMs"), "%s", r.out);
     cli_free(&r);
+    /* Another arch without :N does not take the file's SM count (132, for sm_90a) but its own
+     * default, so it is a kernel this cache does not hold. */
+    r = CLI(g_cache, NULL, "prewarm", g_list, "--check", "--target", "sm_120a");
+    cr_expect_eq(r.rc, 1, "exit %d: %s", r.rc, r.err);
+    cr_expect(strstr(r.out, "missing sm_120a:") && !strstr(r.out, "missing sm_120a:132 "), "%s",
+              r.out);
+    cli_free(&r);
     /* Another SM count is another key. */
     r = CLI(g_cache, NULL, "prewarm", g_list, "--check", "--target", "sm_90a:100");
     cr_expect_eq(r.rc, 1, "exit %d: %s", r.rc, r.err);

@@ -29,7 +29,8 @@ const char jit__cli_prewarm_help[] =
     "                  overrides the file's target.arch (default: the current GPU)\n"
     "  --sm-count N    SM count to plan for; overrides the file's target.sm_count\n"
     "  --target A:N    prewarm for arch A planned for N SMs (':N' optional: then the file's\n"
-    "                  target.sm_count, else the arch's default); repeat it for several\n"
+    "                  target.sm_count if the file names arch A, else the arch's default);\n"
+    "                  repeat it for several\n"
     "                  targets, e.g. --target sm_90a:132 --target sm_107a:160. Replaces\n"
     "                  --arch, --sm-count and the file's target\n"
     "  --jobs J        parallel compiles (default 0: one per core)\n"
@@ -255,7 +256,9 @@ typedef struct run_opts {
 
 typedef struct target {
     const char *arch; /* NULL: the file's, else the GPU's */
-    int sm_count;     /* 0: the file's, else the arch's */
+    /* 0: the file's, else the arch's; -1 (a --target without :N): the file's only when the
+     * file names the same arch, since an SM count belongs to one GPU type. */
+    int sm_count;
 } target_t;
 
 /* --check: one line per missing problem, then the summary. The keys are the ones a compile
@@ -291,8 +294,14 @@ static void report_check(const state_t *s, jit_context_t *ctx, const char *dir) 
 static int prewarm_target(const run_opts_t *o, const target_t *t) {
     const jit__shape_list_t *list = o->list;
     jit_context_t *ctx = NULL;
-    int rc = jit__cli_context_mode(o->cache_dir, t->arch ? t->arch : list->arch,
-                                   t->sm_count ? t->sm_count : list->sm_count,
+    int sm_count = t->sm_count;
+    if (sm_count == 0)
+        sm_count = list->sm_count;
+    else if (sm_count < 0)
+        sm_count = list->arch && jit__arch_find(list->arch) == jit__arch_find(t->arch)
+                       ? list->sm_count
+                       : 0;
+    int rc = jit__cli_context_mode(o->cache_dir, t->arch ? t->arch : list->arch, sm_count,
                                    o->check ? JIT_COMPILE_NEVER : JIT_COMPILE_ALWAYS, &ctx);
     if (rc)
         return rc;
@@ -396,7 +405,7 @@ static int parse_target(const char *verb, const char *text, char *buf, size_t bu
     if (snprintf(buf, bufsz, "%s", text) >= (int)bufsz)
         return jit__cli_usage(verb, "--target '%.40s...': too long", text);
     char *colon = strchr(buf, ':');
-    int64_t sms = 0;
+    int64_t sms = -1;
     int rc;
     if (colon) {
         *colon = '\0';
