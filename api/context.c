@@ -2,10 +2,12 @@
  * Context life cycle, per-thread last-error text, and the problem -> plan -> key steps that
  * every entry point (jit_gemm, jit_prewarm, jit_inspect) shares.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "compile_mode.h"
 #include "context.h"
 #include "driver.h"
 #include "log_level.h"
@@ -126,11 +128,17 @@ jit_status_t jit_context_create(const jit_context_options_t *opt, jit_context_t 
     if (!opt) {
         jit_context_options_init(&defaults);
         opt = &defaults;
-    } else if (opt->struct_size < sizeof(jit_context_options_t)) {
+    } else if (opt->struct_size < offsetof(jit_context_options_t, compile_mode)) {
         jit__fail(&d, JIT_INVALID_ARGUMENT,
                   "options.struct_size is %u, expected %zu: call jit_context_options_init",
                   opt->struct_size, sizeof(jit_context_options_t));
         return jit__ctx_error(NULL, &d);
+    } else if (opt->struct_size < sizeof(jit_context_options_t)) {
+        /* A caller built against an older header: its fields, and defaults for the rest. */
+        jit_context_options_init(&defaults);
+        memcpy(&defaults, opt, opt->struct_size);
+        defaults.struct_size = sizeof(defaults);
+        opt = &defaults;
     }
     jit_context_t *ctx = calloc(1, sizeof(*ctx));
     if (!ctx) {
@@ -138,6 +146,17 @@ jit_status_t jit_context_create(const jit_context_options_t *opt, jit_context_t 
         return jit__ctx_error(NULL, &d);
     }
     if (jit__log_level_from_env(opt->log_level, &ctx->log_level, &d) != JIT_OK) {
+        free(ctx);
+        return jit__ctx_error(NULL, &d);
+    }
+    if (opt->compile_mode != JIT_COMPILE_ALWAYS && opt->compile_mode != JIT_COMPILE_NEVER) {
+        jit__fail(&d, JIT_INVALID_ARGUMENT,
+                  "options.compile_mode is %d: use JIT_COMPILE_ALWAYS or JIT_COMPILE_NEVER",
+                  (int)opt->compile_mode);
+        free(ctx);
+        return jit__ctx_error(NULL, &d);
+    }
+    if (jit__compile_mode_from_env(opt->compile_mode, &ctx->compile_mode, &d) != JIT_OK) {
         free(ctx);
         return jit__ctx_error(NULL, &d);
     }
@@ -184,6 +203,10 @@ jit_status_t jit_context_create(const jit_context_options_t *opt, jit_context_t 
         goto fail_locks;
     }
     atomic_init(&ctx->kernels, t);
+    jit__log(ctx->log_level, JIT_LOG_INFO, "context: %s with %d SMs, cache %s%s, on a miss: %s",
+             ctx->arch ? ctx->arch->name : "no arch", ctx->sm_count, jit__cache_dir(ctx->cache),
+             jit__cache_writable(ctx->cache) ? "" : " (memory only)",
+             ctx->compile_mode == JIT_COMPILE_NEVER ? "fail (mode never)" : "build the kernel");
     *out = ctx;
     return JIT_OK;
 fail_locks:
@@ -241,6 +264,30 @@ const char *jit_context_arch(const jit_context_t *ctx) {
 
 int jit_context_sm_count(const jit_context_t *ctx) {
     return ctx ? ctx->sm_count : 0;
+}
+
+jit_status_t jit_context_stats(const jit_context_t *ctx, jit_stats_t *out) {
+    jit__diag_t d;
+    jit__diag_init(&d);
+    if (!ctx || !out) {
+        jit__fail(&d, JIT_INVALID_ARGUMENT, "jit_context_stats: context or out is NULL");
+        return jit__ctx_error(ctx, &d);
+    }
+    if (out->struct_size < sizeof(jit_stats_t)) {
+        jit__fail(&d, JIT_INVALID_ARGUMENT,
+                  "stats.struct_size is %u, expected %zu: call jit_stats_init", out->struct_size,
+                  sizeof(jit_stats_t));
+        return jit__ctx_error(ctx, &d);
+    }
+    jit__ctx_counters_t *c = (jit__ctx_counters_t *)&ctx->counters;
+    out->memory_hits = atomic_load_explicit(&c->memory_hits, memory_order_relaxed);
+    out->disk_hits = atomic_load_explicit(&c->disk_hits, memory_order_relaxed);
+    out->compiles = atomic_load_explicit(&c->compiles, memory_order_relaxed);
+    out->compile_seconds =
+        1e-9 * (double)atomic_load_explicit(&c->compile_ns, memory_order_relaxed);
+    out->not_in_cache = atomic_load_explicit(&c->not_in_cache, memory_order_relaxed);
+    out->failures = atomic_load_explicit(&c->failures, memory_order_relaxed);
+    return JIT_OK;
 }
 
 /* ---- plan and key ---------------------------------------------------------------------- */

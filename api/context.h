@@ -68,8 +68,16 @@ typedef struct jit__inflight {
     char hash[JIT_KEY_HASH_LEN + 1];
 } jit__inflight_t;
 
+/* The counters behind jit_context_stats. Relaxed atomics: they are tallies, ordered with
+ * nothing else. Compile time is kept in nanoseconds so it can be added atomically. */
+typedef struct jit__ctx_counters {
+    atomic_uint_fast64_t memory_hits, disk_hits, compiles, compile_ns, not_in_cache, failures;
+} jit__ctx_counters_t;
+
 struct jit_context {
     jit_log_level_t log_level;
+    jit_compile_mode_t compile_mode;
+    jit__ctx_counters_t counters;
     const jit__arch_profile_t *arch; /* NULL: none given and no GPU to detect it from */
     int sm_count;
     /* Compiles what jit_gemm launches: the automatic (or named) toolchain, or an older one once

@@ -42,6 +42,13 @@ static char *ptx_of(jit_context_t *ctx, const jit__toolchain_t *tc, const jit__p
         return ptx;
     }
     jit__diag_clear(&miss);
+    if (ctx->compile_mode == JIT_COMPILE_NEVER) {
+        jit__fail(d, JIT_NOT_IN_CACHE,
+                  "the PTX of kernel %s is not in the cache %s and compiling is off "
+                  "(JITGEMM_COMPILE=never or compile_mode JIT_COMPILE_NEVER)",
+                  got->entry.hash, jit__cache_dir(ctx->cache));
+        return NULL;
+    }
     char *source = NULL;
     if (jit__generate(plan, key, &source, d) != JIT_OK)
         return NULL;
@@ -108,5 +115,35 @@ jit_status_t jit_inspect(jit_context_t *ctx, const jit_problem_t *problem, jit_i
         jit__fail(&d, JIT_OUT_OF_MEMORY, "jit_inspect output");
         return jit__ctx_error(ctx, &d);
     }
+    return JIT_OK;
+}
+
+jit_status_t jit_inspect_cubin(jit_context_t *ctx, const jit_problem_t *problem, void **cubin,
+                               size_t *size) {
+    jit__diag_t d;
+    jit__diag_init(&d);
+    if (!ctx || !problem || !cubin || !size) {
+        jit__fail(&d, JIT_INVALID_ARGUMENT, "jit_inspect_cubin: an argument is NULL");
+        return jit__ctx_error(ctx, &d);
+    }
+    *cubin = NULL;
+    *size = 0;
+    jit__plan_t plan;
+    const jit__toolchain_t *tc;
+    jit__key_t key;
+    jit__obtained_t got;
+    if (jit__ctx_plan(ctx, problem, &plan, &d) != JIT_OK ||
+        jit__toolchain_get(ctx->toolkit_dir, &tc, &d) != JIT_OK ||
+        jit__ctx_key(ctx, tc, &plan, &key, &d) != JIT_OK ||
+        jit__ctx_obtain(ctx, tc, &plan, &key, &got, &d) != JIT_OK)
+        return jit__ctx_error(ctx, &d);
+    /* The context owns its copy and may hand it to other threads: the caller gets its own. */
+    *cubin = malloc(got.size ? got.size : 1);
+    if (!*cubin) {
+        jit__fail(&d, JIT_OUT_OF_MEMORY, "jit_inspect_cubin: %zu bytes", got.size);
+        return jit__ctx_error(ctx, &d);
+    }
+    memcpy(*cubin, got.cubin, got.size);
+    *size = got.size;
     return JIT_OK;
 }

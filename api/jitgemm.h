@@ -55,7 +55,8 @@ extern "C" {
     X(OUT_OF_MEMORY, -14, "out of host memory")                                                \
     X(PARSE_ERROR, -15, "malformed input")                                                     \
     X(IO_ERROR, -16, "file input/output failed")                                               \
-    X(INTERNAL, -17, "internal error")
+    X(INTERNAL, -17, "internal error")                                                         \
+    X(NOT_IN_CACHE, -18, "kernel not in the cache and compiling is off")
 
 typedef enum jit_status {
 #define JIT_STATUS_ENUM_(name, value, text) JIT_##name = value,
@@ -144,6 +145,14 @@ typedef enum jit_log_level {
     JIT_LOG_DEBUG = 4,
 } jit_log_level_t;
 
+/* What a context does with a kernel it finds neither in memory nor in the disk cache. */
+typedef enum jit_compile_mode {
+    JIT_COMPILE_ALWAYS = 0, /* compile it (default) */
+    /* Fail with JIT_NOT_IN_CACHE, naming the key: for a serving host whose cache was prewarmed,
+     * where a compile on a request is a bug to report rather than seconds of latency to hide. */
+    JIT_COMPILE_NEVER = 1,
+} jit_compile_mode_t;
+
 typedef struct jit_context_options {
     uint32_t struct_size;  /* set by jit_context_options_init */
     const char *cache_dir; /* NULL: $JITGEMM_CACHE_DIR, $XDG_CACHE_HOME/jitgemm, ~/.cache/jitgemm */
@@ -152,6 +161,10 @@ typedef struct jit_context_options {
     jit_log_level_t log_level;
     const char *toolkit_dir; /* NULL: $JITGEMM_TOOLKIT_DIR, else the newest NVRTC found */
     int64_t cache_max_bytes; /* 0: $JITGEMM_CACHE_MAX_BYTES, else 4 GiB */
+    /* NEVER if this or $JITGEMM_COMPILE ("always" or "never") says never: either can turn
+     * compiles off, neither can turn them back on. A caller built with the header before this
+     * field (struct_size ending at cache_max_bytes) gets ALWAYS. */
+    jit_compile_mode_t compile_mode;
 } jit_context_options_t;
 
 JIT_EXTERN void jit_context_options_init(jit_context_options_t *opt);
@@ -169,6 +182,25 @@ JIT_EXTERN const char *jit_last_error(const jit_context_t *ctx);
 /* The arch and SM count the context targets, e.g. "sm_90a", 132. */
 JIT_EXTERN const char *jit_context_arch(const jit_context_t *ctx);
 JIT_EXTERN int jit_context_sm_count(const jit_context_t *ctx);
+
+/* Where a context's kernels came from since it was created, counted per kernel request that
+ * reached the lookup (jit_prewarm: once per distinct key; jit_inspect of the PTX or the entry;
+ * jit_gemm: once per kernel per CUDA context, when it is first loaded there). The jit_gemm hot
+ * path, a kernel already loaded, is not counted: it stays free of shared writes. */
+typedef struct jit_stats {
+    uint32_t struct_size;   /* set by jit_stats_init */
+    uint64_t memory_hits;   /* found in this context's memory */
+    uint64_t disk_hits;     /* read from the disk cache */
+    uint64_t compiles;      /* compiled (and published to the disk cache) */
+    double compile_seconds; /* NVRTC + nvJitLink time of those compiles */
+    uint64_t not_in_cache;  /* misses refused by JIT_COMPILE_NEVER (JIT_NOT_IN_CACHE) */
+    uint64_t failures;      /* requests that failed otherwise: compile, link or cache errors */
+} jit_stats_t;
+
+JIT_EXTERN void jit_stats_init(jit_stats_t *stats);
+/* Copy the context's counters into *out (struct_size set by jit_stats_init). Safe while other
+ * threads use the context; each counter is read atomically, not all at one instant. */
+JIT_EXTERN jit_status_t jit_context_stats(const jit_context_t *ctx, jit_stats_t *out);
 
 /* ---- the call ---------------------------------------------------------------------------- */
 
@@ -219,6 +251,12 @@ typedef enum jit_inspect_what {
  * as a NUL-terminated string in *out (free with jit_free). Needs no GPU. */
 JIT_EXTERN jit_status_t jit_inspect(jit_context_t *ctx, const jit_problem_t *problem,
                                     jit_inspect_what_t what, char **out);
+
+/* The cubin of `problem`'s kernel (compiled if it is not cached, unless compiling is off) into
+ * *cubin (*size bytes; free with jit_free), for a disassembler or a loader of one's own. Needs
+ * no GPU. */
+JIT_EXTERN jit_status_t jit_inspect_cubin(jit_context_t *ctx, const jit_problem_t *problem,
+                                          void **cubin, size_t *size);
 
 JIT_EXTERN void jit_free(void *p);
 

@@ -137,10 +137,16 @@ static jit_status_t context_toolchain(jit_context_t *ctx, const jit__toolchain_t
     jit_status_t st = jit__toolchain_get(ctx->toolkit_dir, tc, d);
     if (st == JIT_OK) {
         pthread_mutex_lock(&ctx->lock);
-        if (!ctx->exec_tc)
+        int first = !ctx->exec_tc;
+        if (first)
             ctx->exec_tc = *tc;
         *tc = ctx->exec_tc;
         pthread_mutex_unlock(&ctx->lock);
+        if (first)
+            jit__log(ctx->log_level, JIT_LOG_INFO,
+                     "kernels launched by this context use NVRTC %d.%d (%s)",
+                     (*tc)->id.nvrtc_major, (*tc)->id.nvrtc_minor,
+                     (*tc)->dir[0] ? (*tc)->dir : "loader default path");
     }
     return st;
 }

@@ -13,6 +13,10 @@
 #include "device_files.h"
 #include "family.h"
 
+static void count(atomic_uint_fast64_t *counter, uint64_t n) {
+    atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
+}
+
 static jit__cubin_rec_t *find_rec(jit_context_t *ctx, const char *hash) {
     for (jit__cubin_rec_t *r = ctx->cubins; r; r = r->next)
         if (strcmp(r->entry.hash, hash) == 0)
@@ -109,20 +113,36 @@ static jit_status_t disk_or_compile(jit_context_t *ctx, const jit__toolchain_t *
     const char *name = jit__plan_kernel_name(plan);
     jit_status_t st =
         jit__cache_get(ctx->cache, key->hash, &rec->entry, &rec->cubin, &rec->size, &found, d);
-    if (st == JIT_OK && found)
+    if (st == JIT_OK && found) {
         jit__log(ctx->log_level, JIT_LOG_INFO, "kernel %s (%s): disk hit", key->hash, name);
+        count(&ctx->counters.disk_hits, 1);
+    }
     if (st != JIT_OK || found)
         return st;
+    if (ctx->compile_mode == JIT_COMPILE_NEVER) {
+        /* No lock and no wait: a process that may not compile has nothing to gain from waiting
+         * on one that does, and the caller wants the answer now. */
+        jit__log(ctx->log_level, JIT_LOG_INFO,
+                 "kernel %s (%s): miss, not compiled (compile mode never)", key->hash, name);
+        count(&ctx->counters.not_in_cache, 1);
+        return jit__fail(d, JIT_NOT_IN_CACHE,
+                         "kernel %s (%s for %s) is not in the cache %s and compiling is off "
+                         "(JITGEMM_COMPILE=never or compile_mode JIT_COMPILE_NEVER); prewarm it "
+                         "(jitgemm prewarm) or allow compiles; key: %.600s",
+                         key->hash, name, key->target, jit__cache_dir(ctx->cache), key->text);
+    }
     int token = -1;
     st = jit__cache_lock_key(ctx->cache, key->hash, &token, d);
     if (st != JIT_OK)
         return st;
     /* Another process may have published it while we waited for the lock. */
     st = jit__cache_get(ctx->cache, key->hash, &rec->entry, &rec->cubin, &rec->size, &found, d);
-    if (st == JIT_OK && found)
+    if (st == JIT_OK && found) {
         jit__log(ctx->log_level, JIT_LOG_INFO,
                  "kernel %s (%s): disk hit (published by another process while this one waited)",
                  key->hash, name);
+        count(&ctx->counters.disk_hits, 1);
+    }
     if (st == JIT_OK && !found) {
         jit__log(ctx->log_level, JIT_LOG_INFO,
                  "kernel %s (%s): miss, compiling for %s with NVRTC %d.%d (%s)", key->hash, name,
@@ -131,6 +151,8 @@ static jit_status_t disk_or_compile(jit_context_t *ctx, const jit__toolchain_t *
         st = compile_key(ctx, tc, plan, key, rec, d);
         if (st == JIT_OK) {
             *compiled = 1;
+            count(&ctx->counters.compiles, 1);
+            count(&ctx->counters.compile_ns, (uint64_t)(rec->entry.compile_seconds * 1e9));
             jit__log(ctx->log_level, JIT_LOG_INFO, "kernel %s (%s): compiled in %.2f s", key->hash,
                      name, rec->entry.compile_seconds);
             jit__diag_t pd;
@@ -141,6 +163,9 @@ static jit_status_t disk_or_compile(jit_context_t *ctx, const jit__toolchain_t *
                 jit__log(ctx->log_level, JIT_LOG_WARN, "could not store kernel %s: %s", key->hash,
                          pd.msg);
             jit__diag_clear(&pd);
+        } else {
+            jit__log(ctx->log_level, JIT_LOG_INFO, "kernel %s (%s): compile failed: %s", key->hash,
+                     name, jit_status_name(st));
         }
     }
     jit__cache_unlock_key(ctx->cache, token);
@@ -157,6 +182,7 @@ jit_status_t jit__ctx_obtain(jit_context_t *ctx, const jit__toolchain_t *tc,
         if (r) {
             fill_out(r, 0, out);
             pthread_mutex_unlock(&ctx->lock);
+            count(&ctx->counters.memory_hits, 1);
             /* The hot path: checked here so a quiet context does not format anything. */
             if (ctx->log_level >= JIT_LOG_DEBUG)
                 jit__log(ctx->log_level, JIT_LOG_DEBUG, "kernel %s (%s): memory hit", key->hash,
@@ -189,7 +215,11 @@ jit_status_t jit__ctx_obtain(jit_context_t *ctx, const jit__toolchain_t *tc,
         rec->next = ctx->cubins;
         ctx->cubins = rec;
         fill_out(rec, compiled, out);
-    } else if (rec) {
+    } else {
+        if (st != JIT_NOT_IN_CACHE)
+            count(&ctx->counters.failures, 1);
+    }
+    if (st != JIT_OK && rec) {
         free(rec->cubin);
         free(rec->source);
         free(rec);

@@ -123,6 +123,10 @@ jit_status_t jit_prewarm(jit_context_t *ctx, const jit_problem_t *problems, size
         pthread_mutex_destroy(&pool.lock);
         return jit__ctx_error(ctx, &d);
     }
+    /* The toolchain is part of every key, so it decides what a prewarm finds and makes. */
+    jit__log(ctx->log_level, JIT_LOG_INFO, "prewarm: %zu problems, keys for NVRTC %d.%d (%s)",
+             count, pool.tc->id.nvrtc_major, pool.tc->id.nvrtc_minor,
+             pool.tc->dir[0] ? pool.tc->dir : "loader default path");
     pool.jobs = calloc(count ? count : 1, sizeof(job_t));
     if (!pool.jobs) {
         pthread_mutex_destroy(&pool.lock);

@@ -322,6 +322,10 @@ const char *jit__cache_dir(const jit__cache_t *c) {
     return c ? c->dir : "";
 }
 
+int64_t jit__cache_max_bytes(const jit__cache_t *c) {
+    return c ? c->max_bytes : 0;
+}
+
 int jit__cache_writable(const jit__cache_t *c) {
     return c && c->readable && atomic_load(&c->writable);
 }

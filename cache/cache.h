@@ -64,6 +64,7 @@ jit_status_t jit__cache_open(const char *dir, int64_t max_bytes, jit_log_level_t
                              jit__cache_t **out, jit__diag_t *d);
 void jit__cache_close(jit__cache_t *c);
 const char *jit__cache_dir(const jit__cache_t *c);
+int64_t jit__cache_max_bytes(const jit__cache_t *c); /* the size cap eviction keeps to */
 int jit__cache_writable(const jit__cache_t *c);
 int jit__cache_readable(const jit__cache_t *c); /* 0 if refused (foreign owner, unreadable) */
 

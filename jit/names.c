@@ -113,4 +113,10 @@ void jit_context_options_init(jit_context_options_t *opt) {
     memset(opt, 0, sizeof(*opt));
     opt->struct_size = sizeof(*opt);
     opt->log_level = JIT_LOG_WARN;
+    opt->compile_mode = JIT_COMPILE_ALWAYS;
+}
+
+void jit_stats_init(jit_stats_t *stats) {
+    memset(stats, 0, sizeof(*stats));
+    stats->struct_size = sizeof(*stats);
 }

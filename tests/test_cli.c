@@ -211,7 +211,7 @@ Test(cli, inspect_usage_errors) {
         {{"inspect", P, "--scales", "ue8m0/16"}, "--scales: unknown scale mode 'ue8m0/16'"},
         {{"inspect", P, "--out-dtype", "e4m3"}, "--out-dtype: unknown dtype 'e4m3'"},
         {{"inspect", P, "--plan", "--ptx"}, "choose one stage"},
-        {{"inspect", P, "--out", "d", "--plan"}, "--out writes every stage"},
+        {{"inspect", P, "--out", "d", "--json"}, "--out writes files; it does not combine"},
         {{"inspect", P, "--arch", "sm_99"}, "unknown architecture 'sm_99'"},
         {{"inspect", P, "extra"}, "unexpected argument 'extra'"},
     };
@@ -221,7 +221,7 @@ Test(cli, inspect_usage_errors) {
 
 Test(cli, cache_usage_errors) {
     static const usage_case_t cases[] = {
-        {{"cache"}, "missing action: list, verify, gc or clear"},
+        {{"cache"}, "missing action: list, verify, gc, clear or stats"},
         {{"cache", "purge"}, "unknown action 'purge'"},
         {{"cache", "list", "extra"}, "too many arguments"},
         {{"cache", "list", "--toolkit-dir", "/x"}, "--toolkit-dir applies to 'cache gc' only"},

@@ -218,6 +218,32 @@ Test(shapes, gemms_and_tokens_shapes) {
                  "gemms[0].tokens[0]");
 }
 
+Test(shapes, tokens_all_means_one_count_in_every_band) {
+    jit__shape_list_t l;
+    jit__diag_t d;
+    const char *text = "{\"gemms\": [{\"name\": \"g\", \"op\": \"linear\", \"n\": 64, "
+                       "\"k\": 64, \"tokens\": \"all\"}]}";
+    cr_assert_eq(parse(text, &l, &d), JIT_OK, "%s", d.msg);
+    cr_assert_eq(l.count, 1);
+    const jit__shape_entry_t *e = &l.entries[0];
+    cr_assert_eq(e->n_tokens, (size_t)JIT_TOKEN_BANDS);
+    for (int b = 0; b < JIT_TOKEN_BANDS; b++)
+        cr_expect_eq(jit__token_band(e->tokens[b]), b, "tokens[%d] = %lld is not in band %d", b,
+                     (long long)e->tokens[b], b);
+    cr_expect_eq(jit__shapes_problem_count(&l), (size_t)JIT_TOKEN_BANDS);
+    jit__shapes_free(&l);
+    jit__diag_clear(&d);
+    const char *other[] = {"\"All\"", "\"every\"", "\"\""};
+    for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+        char t[256];
+        snprintf(t, sizeof(t),
+                 "{\"gemms\": [{\"name\": \"g\", \"op\": \"linear\", \"n\": 64, \"k\": 64, "
+                 "\"tokens\": %s}]}",
+                 other[i]);
+        expect_error(t, JIT_INVALID_ARGUMENT, "gemms[0].tokens: expected", "or \"all\"");
+    }
+}
+
 Test(shapes, target_is_checked) {
     expect_error("{\"target\": {\"arch\": \"sm_99a\"}, \"gemms\": [{" BASE "}]}",
                  JIT_INVALID_ARGUMENT, "target.arch: expected a known architecture",

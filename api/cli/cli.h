@@ -32,6 +32,20 @@ typedef struct jit__cli_opt {
 int jit__cli_parse(const char *verb, int argc, char **argv, const jit__cli_opt_t *opts,
                    size_t n_opts, const char **pos, size_t max_pos, size_t *n_pos);
 
+/* An option that may be given several times; its values are kept in command-line order in
+ * items (room for max; one more is a usage error). */
+typedef struct jit__cli_multi {
+    const char *name;    /* without the leading "--" */
+    const char *metavar; /* always takes a value */
+    const char **items;
+    size_t count, max;
+} jit__cli_multi_t;
+
+/* jit__cli_parse with repeatable options besides the ordinary ones. */
+int jit__cli_parse_multi(const char *verb, int argc, char **argv, const jit__cli_opt_t *opts,
+                         size_t n_opts, jit__cli_multi_t *multi, size_t n_multi, const char **pos,
+                         size_t max_pos, size_t *n_pos);
+
 /* 1 if --help or -h appears before any "--". */
 int jit__cli_wants_help(int argc, char **argv);
 
@@ -57,6 +71,9 @@ int jit__cli_arch(const char *verb, const char *text);
 /* Create a context from the common options (any may be NULL/0). Prints the library's message
  * and returns JIT_CLI_FAILED on failure. */
 int jit__cli_context(const char *cache_dir, const char *arch, int sm_count, jit_context_t **out);
+/* The same, with a compile mode (JIT_COMPILE_NEVER for a command that must not compile). */
+int jit__cli_context_mode(const char *cache_dir, const char *arch, int sm_count,
+                          jit_compile_mode_t mode, jit_context_t **out);
 
 /* The problem options inspect and run share: --op --n --k --tokens --a --b --scales
  * --out-dtype. Texts in, a filled problem out; 0 or JIT_CLI_USAGE. */
@@ -82,12 +99,27 @@ void jit__cli_progress_format(const jit__cli_progress_t *p, char *out, size_t ou
 /* Redraw on `f` with a carriage return; `final` ends the line. */
 void jit__cli_progress_draw(const jit__cli_progress_t *p, FILE *f, int final);
 
+/* ---- SASS (sass.c) ---- */
+
+/* The nvdisasm to run, into out: the newest <toolkits>/cuda-<v>/bin/nvdisasm beside the program
+ * (where scripts/setup.sh installs it; the folders jit/toolkit_dirs.c gives), else bin/nvdisasm
+ * of $JITGEMM_TOOLKIT_DIR, $CUDA_HOME, $CUDA_PATH or /usr/local/cuda, else the first on PATH.
+ * 1 if found, 0 (and out "") if not. */
+int jit__cli_find_nvdisasm(char *out, size_t outsz);
+/* Run `nvdisasm -c` on the cubin; 0 and *sass (malloc'd), or -1 and the reason in why. */
+int jit__cli_disassemble(const char *nvdisasm, const void *cubin, size_t size, char **sass,
+                         char *why, size_t whysz);
+
 /* ---- verbs ---- */
 
 int jit__cli_prewarm(int argc, char **argv);
 int jit__cli_inspect(int argc, char **argv);
 int jit__cli_cache(int argc, char **argv);
 int jit__cli_run(int argc, char **argv);
+
+/* `cache stats` on an open cache (cmd_cache_stats.c); 0 or JIT_CLI_FAILED. */
+struct jit__cache;
+int jit__cli_cache_stats(struct jit__cache *c, int json);
 
 /* Each verb's help text, for `jitgemm help VERB` and `VERB --help`. */
 extern const char jit__cli_prewarm_help[];

@@ -24,6 +24,7 @@ const char jit__cli_cache_help[] =
     "       jitgemm cache verify [--cache-dir D] [--json]\n"
     "       jitgemm cache gc     [--cache-dir D] [--toolkit-dir T] [--dry-run] [--json]\n"
     "       jitgemm cache clear  [--cache-dir D] [--json]\n"
+    "       jitgemm cache stats  [--cache-dir D] [--json]\n"
     "\n"
     "  list    one line per entry: hash, arch, target (\"(fallback)\" when the cubin is the\n"
     "          arch's fallback target), kernel, size, registers, last used\n"
@@ -39,6 +40,9 @@ const char jit__cli_cache_help[] =
     "          one is an error. With --dry-run it prints what it would remove and why,\n"
     "          and changes nothing (it also works on a read-only cache).\n"
     "  clear   remove every entry and the manifest\n"
+    "  stats   entries, cubin bytes, bytes on disk against the size cap, compile time, and\n"
+    "          entries and bytes per arch and per toolchain (hit and compile counters belong\n"
+    "          to a process: prewarm prints its own)\n"
     "\n"
     "Options:\n"
     "  --cache-dir D   cache directory (default $JITGEMM_CACHE_DIR, $XDG_CACHE_HOME/jitgemm,\n"
@@ -47,7 +51,8 @@ const char jit__cli_cache_help[] =
     "  --dry-run       gc only: report, remove nothing\n"
     "  --json          list: one manifest entry (JSON object) per line; verify: one\n"
     "                  {\"hash\",\"problem\"} per line; gc and clear: {\"removed\": N};\n"
-    "                  gc --dry-run: {\"name\",\"reason\"} per line, then {\"would_remove\": N}\n"
+    "                  gc --dry-run: {\"name\",\"reason\"} per line, then {\"would_remove\": N};\n"
+    "                  stats: one object (fields: docs/cli.md)\n"
     "\n"
     "Exit status: 0 success, 1 failure (or verify found damage), 2 bad command line.\n";
 
@@ -297,12 +302,14 @@ int jit__cli_cache(int argc, char **argv) {
     if (rc)
         return rc;
     if (n_pos == 0)
-        return jit__cli_usage(verb, "missing action: list, verify, gc or clear");
+        return jit__cli_usage(verb, "missing action: list, verify, gc, clear or stats");
     const char *action = pos[0];
     int is_list = !strcmp(action, "list"), is_verify = !strcmp(action, "verify");
     int is_gc = !strcmp(action, "gc"), is_clear = !strcmp(action, "clear");
-    if (!is_list && !is_verify && !is_gc && !is_clear)
-        return jit__cli_usage(verb, "unknown action '%s' (expected list, verify, gc or clear)",
+    int is_stats = !strcmp(action, "stats");
+    if (!is_list && !is_verify && !is_gc && !is_clear && !is_stats)
+        return jit__cli_usage(verb,
+                              "unknown action '%s' (expected list, verify, gc, clear or stats)",
                               action);
     if (toolkit_dir && !is_gc)
         return jit__cli_usage(verb, "--toolkit-dir applies to 'cache gc' only");
@@ -329,6 +336,8 @@ int jit__cli_cache(int argc, char **argv) {
         rc = do_list(c, json);
     } else if (is_verify) {
         rc = do_verify(c, json);
+    } else if (is_stats) {
+        rc = jit__cli_cache_stats(c, json);
     } else if (is_gc) {
         rc = do_gc(c, toolkit_dir, dry_run, json);
     } else {

@@ -17,10 +17,12 @@
 const char jit__cli_inspect_help[] =
     "Usage: jitgemm inspect --op OP --n N --k K --tokens T [--a A] [--b B] [--scales S]\n"
     "                       [--out-dtype D] [--arch A] [--sm-count N] [--cache-dir D]\n"
-    "                       [--key | --plan | --source | --ptx | --entry] [--json] [--out DIR]\n"
+    "                       [--key | --plan | --source | --ptx | --entry | --sass | --cubin]\n"
+    "                       [--json] [--out DIR]\n"
     "\n"
     "Show what the pipeline holds for one problem. Default: the key (canonical text and hash)\n"
-    "and the plan. Needs no GPU; --ptx and --entry compile the kernel if it is not cached.\n"
+    "and the plan. Needs no GPU; --ptx, --entry, --sass and --cubin compile the kernel if it\n"
+    "is not cached (with JITGEMM_COMPILE=never they fail instead).\n"
     "\n"
     "Problem:\n"
     "  --op OP         linear, linear_add or linear_swiglu\n"
@@ -39,26 +41,42 @@ const char jit__cli_inspect_help[] =
     "  --source        the generated CUDA C\n"
     "  --ptx           the PTX NVRTC produced\n"
     "  --entry         the cache manifest entry, as JSON (target, fallback, registers, ...)\n"
+    "  --sass          the SASS of the cubin, from nvdisasm: the one scripts/setup.sh puts in\n"
+    "                  .deps/cuda-<v>/bin (found beside the program as the toolkit is), else\n"
+    "                  bin/nvdisasm of $JITGEMM_TOOLKIT_DIR, $CUDA_HOME, $CUDA_PATH or\n"
+    "                  /usr/local/cuda, else the one on PATH\n"
+    "  --cubin         the cubin itself; binary, so it needs --out DIR (writes kernel.cubin)\n"
     "Output:\n"
     "  --json          machine-readable: --plan and --entry print their JSON unchanged; --key\n"
     "                  prints {\"hash\",\"text\",\"target\",\"fallback\",\"note\"};\n"
-    "                  --source/--ptx print {\"source\"}/{\"ptx\"};\n"
+    "                  --source/--ptx/--sass print {\"source\"}/{\"ptx\"}/{\"sass\"};\n"
     "                  the default prints {\"key\": {...}, \"plan\": {...}}\n"
-    "  --out DIR       write key.txt, plan.json, kernel.cu, kernel.ptx and entry.json to DIR\n"
-    "                  (created if missing; refused if another user owns it or can write to it)\n"
+    "  --out DIR       write key.txt, plan.json, kernel.cu, kernel.ptx and entry.json to DIR;\n"
+    "                  with a stage, only that stage's file (kernel.sass, kernel.cubin, ...).\n"
+    "                  DIR is created if missing and refused if another user owns it or can\n"
+    "                  write to it; a file is never written through a link planted there\n"
     "\n"
     "Exit status: 0 success, 1 the pipeline failed, 2 bad command line.\n";
 
+/* The text stages come from jit_inspect; the cubin from jit_inspect_cubin, and the SASS from
+ * nvdisasm run on it. --out alone writes the text stages. */
+typedef enum stage_kind { STAGE_TEXT, STAGE_CUBIN, STAGE_SASS } stage_kind_t;
+
 typedef struct stage {
     const char *flag;
-    jit_inspect_what_t what;
-    const char *file; /* name under --out */
+    jit_inspect_what_t what; /* text stages */
+    const char *file;        /* name under --out */
+    stage_kind_t kind;
 } stage_t;
 
 static const stage_t k_stages[] = {
-    {"key", JIT_INSPECT_KEY, "key.txt"},         {"plan", JIT_INSPECT_PLAN, "plan.json"},
-    {"source", JIT_INSPECT_SOURCE, "kernel.cu"}, {"ptx", JIT_INSPECT_PTX, "kernel.ptx"},
-    {"entry", JIT_INSPECT_ENTRY, "entry.json"},
+    {"key", JIT_INSPECT_KEY, "key.txt", STAGE_TEXT},
+    {"plan", JIT_INSPECT_PLAN, "plan.json", STAGE_TEXT},
+    {"source", JIT_INSPECT_SOURCE, "kernel.cu", STAGE_TEXT},
+    {"ptx", JIT_INSPECT_PTX, "kernel.ptx", STAGE_TEXT},
+    {"entry", JIT_INSPECT_ENTRY, "entry.json", STAGE_TEXT},
+    {"sass", (jit_inspect_what_t)0, "kernel.sass", STAGE_SASS},
+    {"cubin", (jit_inspect_what_t)0, "kernel.cubin", STAGE_CUBIN},
 };
 #define N_STAGES (sizeof(k_stages) / sizeof(k_stages[0]))
 
@@ -142,12 +160,13 @@ static void print_json_value(json_t *o) {
 /* Write `text` to DIR/name through a fresh temporary: O_EXCL|O_NOFOLLOW cannot open anything
  * already there (a planted link or file), and renameat replaces a link at `name` itself, never
  * the file it points at. */
-static int write_file(int dfd, const char *dir, const char *name, const char *text) {
+static int write_file(int dfd, const char *dir, const char *name, const void *data, size_t len) {
+    const char *text = data;
     char tmp[128];
     snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, (long)getpid());
     int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     int err = fd < 0 ? errno : 0;
-    size_t len = strlen(text), off = 0;
+    size_t off = 0;
     while (!err && off < len) {
         ssize_t w = write(fd, text + off, len - off);
         if (w < 0 && errno != EINTR)
@@ -207,15 +226,66 @@ static int open_out_dir(const char *dir, int *dfd) {
     return 0;
 }
 
-static int write_all(jit_context_t *ctx, const jit_problem_t *p, const char *dir) {
+static int nvdisasm_missing(void) {
+    jit__cli_error("inspect --sass: nvdisasm not found: looked in jitgemm-toolkits/cuda-*/bin "
+                   "beside the program, in bin/ of $JITGEMM_TOOLKIT_DIR, $CUDA_HOME, $CUDA_PATH "
+                   "and /usr/local/cuda, and on PATH. scripts/setup.sh installs it into "
+                   ".deps/cuda-<version>/bin (the nvidia-cuda-nvdisasm wheel); a CUDA toolkit "
+                   "has it too. 'inspect --cubin --out DIR' writes the cubin for a disassembler "
+                   "elsewhere.");
+    return JIT_CLI_FAILED;
+}
+
+/* What a stage holds, as bytes (malloc'd; text is NUL-terminated, the cubin is not). */
+static int stage_bytes(jit_context_t *ctx, const jit_problem_t *p, const stage_t *s,
+                       const char *nvdisasm, char **data, size_t *len) {
+    *data = NULL;
+    *len = 0;
+    if (s->kind == STAGE_TEXT) {
+        int rc = inspect_stage(ctx, p, s->what, data);
+        if (!rc)
+            *len = strlen(*data);
+        return rc;
+    }
+    void *cubin = NULL;
+    size_t size = 0;
+    jit_status_t st = jit_inspect_cubin(ctx, p, &cubin, &size);
+    if (st != JIT_OK) {
+        const char *msg = jit_last_error(ctx);
+        jit__cli_error("%s", msg && *msg ? msg : jit_status_string(st));
+        return JIT_CLI_FAILED;
+    }
+    if (s->kind == STAGE_CUBIN) {
+        *data = cubin;
+        *len = size;
+        return 0;
+    }
+    char why[1024];
+    int rc = jit__cli_disassemble(nvdisasm, cubin, size, data, why, sizeof(why));
+    jit_free(cubin);
+    if (rc) {
+        jit__cli_error("inspect --sass: %s", why);
+        return JIT_CLI_FAILED;
+    }
+    *len = strlen(*data);
+    return 0;
+}
+
+/* --out: every text stage, or just `only`. */
+static int write_all(jit_context_t *ctx, const jit_problem_t *p, const char *dir,
+                     const stage_t *only, const char *nvdisasm) {
     int dfd = -1;
     int rc = open_out_dir(dir, &dfd);
     for (size_t i = 0; !rc && i < N_STAGES; i++) {
-        char *text = NULL;
-        rc = inspect_stage(ctx, p, k_stages[i].what, &text);
+        const stage_t *s = &k_stages[i];
+        if (only ? s != only : s->kind != STAGE_TEXT)
+            continue;
+        char *data = NULL;
+        size_t len = 0;
+        rc = stage_bytes(ctx, p, s, nvdisasm, &data, &len);
         if (!rc)
-            rc = write_file(dfd, dir, k_stages[i].file, text);
-        jit_free(text);
+            rc = write_file(dfd, dir, s->file, data, len);
+        free(data);
     }
     if (dfd >= 0)
         close(dfd);
@@ -244,23 +314,26 @@ static int print_default(jit_context_t *ctx, const jit_problem_t *p, int json) {
     return rc;
 }
 
-static int print_stage(jit_context_t *ctx, const jit_problem_t *p, const stage_t *s, int json) {
+static int print_stage(jit_context_t *ctx, const jit_problem_t *p, const stage_t *s, int json,
+                       const char *nvdisasm) {
     char *text = NULL;
-    int rc = inspect_stage(ctx, p, s->what, &text);
+    size_t len = 0;
+    int rc = stage_bytes(ctx, p, s, nvdisasm, &text, &len);
     if (rc)
         return rc;
-    if (s->what == JIT_INSPECT_PLAN || s->what == JIT_INSPECT_ENTRY) {
+    int is_key = s->kind == STAGE_TEXT && s->what == JIT_INSPECT_KEY;
+    if (s->kind == STAGE_TEXT && (s->what == JIT_INSPECT_PLAN || s->what == JIT_INSPECT_ENTRY)) {
         print_json_text(text, !json);
     } else if (json) {
-        json_t *o = s->what == JIT_INSPECT_KEY ? key_json(text) : json_object();
-        if (s->what != JIT_INSPECT_KEY)
+        json_t *o = is_key ? key_json(text) : json_object();
+        if (!is_key)
             json_object_set_new(o, s->flag, json_string(text));
         print_json_value(o);
         json_decref(o);
     } else {
         print_text(text);
     }
-    jit_free(text);
+    free(text);
     return 0;
 }
 
@@ -288,6 +361,8 @@ int jit__cli_inspect(int argc, char **argv) {
         {"source", NULL, NULL, &flags[2]},
         {"ptx", NULL, NULL, &flags[3]},
         {"entry", NULL, NULL, &flags[4]},
+        {"sass", NULL, NULL, &flags[5]},
+        {"cubin", NULL, NULL, &flags[6]},
     };
     size_t n_pos = 0;
     int rc =
@@ -308,17 +383,22 @@ int jit__cli_inspect(int argc, char **argv) {
                                   k_stages[i].flag);
         stage = &k_stages[i];
     }
-    if (out_dir && (stage || json))
-        return jit__cli_usage(verb, "--out writes every stage; it does not combine with --%s",
-                              stage ? stage->flag : "json");
+    if (out_dir && json)
+        return jit__cli_usage(verb, "--out writes files; it does not combine with --json");
+    if (stage && stage->kind == STAGE_CUBIN && !out_dir)
+        return jit__cli_usage(verb, "--cubin is binary: add --out DIR to write DIR/kernel.cubin");
+    /* Before any compile, so a missing disassembler costs nothing. */
+    char nvdisasm[4096] = "";
+    if (stage && stage->kind == STAGE_SASS && !jit__cli_find_nvdisasm(nvdisasm, sizeof(nvdisasm)))
+        return nvdisasm_missing();
 
     jit_context_t *ctx = NULL;
     if ((rc = jit__cli_context(cache_dir, arch, (int)sm_count, &ctx)))
         return rc;
     if (out_dir)
-        rc = write_all(ctx, &p, out_dir);
+        rc = write_all(ctx, &p, out_dir, stage, nvdisasm);
     else if (stage)
-        rc = print_stage(ctx, &p, stage, json);
+        rc = print_stage(ctx, &p, stage, json, nvdisasm);
     else
         rc = print_default(ctx, &p, json);
     jit_context_destroy(ctx);

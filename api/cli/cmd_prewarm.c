@@ -11,12 +11,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "cache.h"
 #include "cli.h"
 #include "shapes.h"
 
 const char jit__cli_prewarm_help[] =
-    "Usage: jitgemm prewarm FILE [--arch A] [--sm-count N] [--jobs J] [--cache-dir D] [--json]\n"
+    "Usage: jitgemm prewarm FILE [--arch A] [--sm-count N] [--target A:N ...] [--jobs J]\n"
+    "                       [--cache-dir D] [--check] [--json]\n"
     "\n"
     "Compile every kernel the shape list FILE needs into the cache (FILE '-' reads stdin).\n"
     "One problem per (gemm entry, token count); problems that share a kernel are compiled\n"
@@ -26,22 +28,35 @@ const char jit__cli_prewarm_help[] =
     "  --arch A        target architecture (sm_90a, sm_100a, sm_103a, sm_107a, sm_120a);\n"
     "                  overrides the file's target.arch (default: the current GPU)\n"
     "  --sm-count N    SM count to plan for; overrides the file's target.sm_count\n"
+    "  --target A:N    prewarm for arch A planned for N SMs (':N' optional: then the file's\n"
+    "                  target.sm_count if the file names arch A, else the arch's default);\n"
+    "                  repeat it for several\n"
+    "                  targets, e.g. --target sm_90a:132 --target sm_107a:160. Replaces\n"
+    "                  --arch, --sm-count and the file's target\n"
     "  --jobs J        parallel compiles (default 0: one per core)\n"
     "  --cache-dir D   cache directory (default $JITGEMM_CACHE_DIR, $XDG_CACHE_HOME/jitgemm,\n"
     "                  ~/.cache/jitgemm)\n"
-    "  --json          one JSON object per line per (entry, tokens) on stdout: name, op, n, k,\n"
-    "                  tokens, key, status (compiled|cached|failed), seconds, error\n"
+    "  --check         compile nothing: list every kernel the list needs that the cache does\n"
+    "                  not hold (keys are computed without a compiler run); exit 0 when all\n"
+    "                  are there, 1 when any is missing\n"
+    "  --json          one JSON object per line per (target, entry, tokens) on stdout: name,\n"
+    "                  op, n, k, tokens, arch, sm_count, key, status (compiled|cached|missing|\n"
+    "                  failed), seconds, error\n"
     "\n"
     "A progress bar is drawn on stderr when it is a terminal (never with --json). The summary\n"
-    "(compiled / already cached / failed, with total and median seconds) goes to stdout, or to\n"
-    "stderr with --json, and ends with how many of the kernels the cache directory now holds.\n"
-    "Exit status: 0 all compiled or cached and stored, 1 any failed, any kernel is not on disk\n"
-    "afterwards (cache refused or not writable, disk full, size cap too small), or FILE is\n"
-    "invalid, 2 bad command line.\n";
+    "(compiled / already cached / failed, with total and median seconds, and the context's\n"
+    "counters) goes to stdout, or to stderr with --json, once per target, and ends with how\n"
+    "many of the kernels the cache directory now holds. With --check, each missing kernel is\n"
+    "one 'missing' line on stdout. With JITGEMM_COMPILE=never a kernel not in the cache is\n"
+    "'missing' and not compiled.\n"
+    "Exit status: 0 all compiled or cached and stored, 1 any failed or missing, any kernel is\n"
+    "not on disk afterwards (cache refused or not writable, disk full, size cap too small), or\n"
+    "FILE is invalid, 2 bad command line.\n";
 
 typedef struct record {
     int done;
     jit_prewarm_result_t result;
+    jit_status_t status;
     double seconds;
     char key[JIT_KEY_HASH_LEN + 1];
     char *error;
@@ -54,11 +69,21 @@ typedef struct state {
     record_t *rec;
     size_t count;
     int json, bar;
+    const char *arch;
+    int sm_count;
     jit__cli_progress_t progress;
 } state_t;
 
-static const char *result_word(jit_prewarm_result_t r) {
-    switch (r) {
+/* A kernel refused by compile mode never is "missing", not "failed": the shape list is fine,
+ * the cache lacks it. */
+static int is_missing(const record_t *r) {
+    return r->done && r->result == JIT_PREWARM_FAILED && r->status == JIT_NOT_IN_CACHE;
+}
+
+static const char *result_word(const record_t *rec) {
+    if (is_missing(rec))
+        return "missing";
+    switch (rec->result) {
     case JIT_PREWARM_COMPILED:
         return "compiled";
     case JIT_PREWARM_CACHED:
@@ -77,8 +102,10 @@ static void print_json_line(const state_t *s, size_t i) {
     json_object_set_new(o, "n", json_integer(e->n));
     json_object_set_new(o, "k", json_integer(e->k));
     json_object_set_new(o, "tokens", json_integer(s->problems[i].m));
+    json_object_set_new(o, "arch", json_string(s->arch));
+    json_object_set_new(o, "sm_count", json_integer(s->sm_count));
     json_object_set_new(o, "key", r->key[0] ? json_string(r->key) : json_null());
-    json_object_set_new(o, "status", json_string(result_word(r->result)));
+    json_object_set_new(o, "status", json_string(result_word(r)));
     json_object_set_new(o, "seconds", json_real(r->seconds));
     json_object_set_new(o, "error",
                         r->result == JIT_PREWARM_FAILED
@@ -101,6 +128,7 @@ static void on_progress(const jit_prewarm_event_t *ev, void *user) {
     record_t *r = &s->rec[ev->index];
     r->done = 1;
     r->result = ev->result;
+    r->status = ev->status;
     r->seconds = ev->seconds;
     snprintf(r->key, sizeof(r->key), "%s", ev->key_hash ? ev->key_hash : "");
     if (ev->result == JIT_PREWARM_FAILED) {
@@ -142,16 +170,21 @@ static int cmp_key(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The distinct keys of the problems that did not fail, into *keys (malloc'd, pointing into the
- * records), by sorting: a list may hold a million problems. */
-static size_t distinct_keys(const state_t *s, const char ***keys) {
+enum { KEYS_GOOD, KEYS_MISSING };
+
+/* The distinct keys of the problems that did not fail (KEYS_GOOD) or were missing from the cache
+ * (KEYS_MISSING), into *keys (malloc'd, pointing into the records), by sorting: a list may hold a
+ * million problems. */
+static size_t distinct_keys(const state_t *s, int which, const char ***keys) {
     const char **k = malloc((s->count ? s->count : 1) * sizeof(*k));
     size_t n = 0, w = 0;
     *keys = k;
     if (!k)
         return 0;
     for (size_t i = 0; i < s->count; i++)
-        if (s->rec[i].done && s->rec[i].key[0] && s->rec[i].result != JIT_PREWARM_FAILED)
+        if (s->rec[i].done && s->rec[i].key[0] &&
+            (which == KEYS_MISSING ? is_missing(&s->rec[i])
+                                   : s->rec[i].result != JIT_PREWARM_FAILED))
             k[n++] = s->rec[i].key;
     if (n > 1)
         qsort(k, n, sizeof(*k), cmp_key);
@@ -184,6 +217,19 @@ static size_t count_stored(const char *dir, const char *const *keys, size_t n) {
     return stored;
 }
 
+static void print_counters(FILE *f, jit_context_t *ctx) {
+    jit_stats_t st;
+    jit_stats_init(&st);
+    if (jit_context_stats(ctx, &st) != JIT_OK)
+        return;
+    fprintf(f,
+            "  counters        %llu memory hits, %llu disk hits, %llu compiles (%.2f s), %llu not "
+            "in cache, %llu failures\n",
+            (unsigned long long)st.memory_hits, (unsigned long long)st.disk_hits,
+            (unsigned long long)st.compiles, st.compile_seconds,
+            (unsigned long long)st.not_in_cache, (unsigned long long)st.failures);
+}
+
 static void print_summary(FILE *f, const state_t *s, jit_context_t *ctx, const char *dir,
                           size_t kernels, size_t stored, double wall) {
     fprintf(f, "prewarm: %zu %s, %zu distinct %s, %s with %d SMs, %.2f s\n", s->count,
@@ -193,22 +239,210 @@ static void print_summary(FILE *f, const state_t *s, jit_context_t *ctx, const c
     summary_line(f, s, JIT_PREWARM_COMPILED, "compiled");
     summary_line(f, s, JIT_PREWARM_CACHED, "already cached");
     summary_line(f, s, JIT_PREWARM_FAILED, "failed");
+    print_counters(f, ctx);
     fprintf(f, "  stored in cache %5zu of %zu\n", stored, kernels);
+}
+
+/* What every target's run shares. */
+typedef struct run_opts {
+    const char *source; /* FILE as given, for messages */
+    const char *cache_dir;
+    int jobs, json, check, several_targets;
+    const jit__shape_list_t *list;
+    const jit_problem_t *problems;
+    const size_t *entry_of;
+    size_t count;
+} run_opts_t;
+
+typedef struct target {
+    const char *arch; /* NULL: the file's, else the GPU's */
+    /* 0: the file's, else the arch's; -1 (a --target without :N): the file's only when the
+     * file names the same arch, since an SM count belongs to one GPU type. */
+    int sm_count;
+} target_t;
+
+/* --check: one line per missing problem, then the summary. The keys are the ones a compile
+ * would have produced, so a later prewarm fills exactly these. */
+static void report_check(const state_t *s, jit_context_t *ctx, const char *dir) {
+    if (!s->json)
+        for (size_t i = 0; i < s->count; i++)
+            if (is_missing(&s->rec[i]))
+                printf("missing %s:%d %s tokens %lld kernel %s\n", jit_context_arch(ctx),
+                       jit_context_sm_count(ctx), s->list->entries[s->entry_of[i]].name,
+                       (long long)s->problems[i].m, s->rec[i].key);
+    const char **keys = NULL;
+    size_t present = distinct_keys(s, KEYS_GOOD, &keys);
+    free(keys);
+    size_t missing = distinct_keys(s, KEYS_MISSING, &keys);
+    free(keys);
+    size_t failed = 0, missing_problems = 0;
+    for (size_t i = 0; i < s->count; i++) {
+        missing_problems += is_missing(&s->rec[i]);
+        failed +=
+            s->rec[i].done && s->rec[i].result == JIT_PREWARM_FAILED && !is_missing(&s->rec[i]);
+    }
+    FILE *f = s->json ? stderr : stdout;
+    fprintf(f, "check: %zu %s, %s with %d SMs\n", s->count, s->count == 1 ? "problem" : "problems",
+            jit_context_arch(ctx), jit_context_sm_count(ctx));
+    fprintf(f, "  cache           %s\n", dir);
+    fprintf(f, "  in the cache    %5zu %s\n", present, present == 1 ? "kernel" : "kernels");
+    fprintf(f, "  missing         %5zu %s (%zu %s)\n", missing, missing == 1 ? "kernel" : "kernels",
+            missing_problems, missing_problems == 1 ? "problem" : "problems");
+    fprintf(f, "  failed          %5zu %s\n", failed, failed == 1 ? "problem" : "problems");
+}
+
+static int prewarm_target(const run_opts_t *o, const target_t *t) {
+    const jit__shape_list_t *list = o->list;
+    jit_context_t *ctx = NULL;
+    int sm_count = t->sm_count;
+    if (sm_count == 0)
+        sm_count = list->sm_count;
+    else if (sm_count < 0)
+        sm_count = list->arch && jit__arch_find(list->arch) == jit__arch_find(t->arch)
+                       ? list->sm_count
+                       : 0;
+    int rc = jit__cli_context_mode(o->cache_dir, t->arch ? t->arch : list->arch, sm_count,
+                                   o->check ? JIT_COMPILE_NEVER : JIT_COMPILE_ALWAYS, &ctx);
+    if (rc)
+        return rc;
+
+    /* Without a target every problem would fail the same way; say it once, with the fix. */
+    const char *arch = jit_context_arch(ctx);
+    if (!arch || !*arch) {
+        jit__cli_error("no target arch: %s has no target.arch, --arch was not given, and there "
+                       "is no GPU to detect it from (e.g. --arch sm_90a)",
+                       strcmp(o->source, "-") ? o->source : "<stdin>");
+        jit_context_destroy(ctx);
+        return JIT_CLI_FAILED;
+    }
+
+    state_t s = {.list = list,
+                 .json = o->json,
+                 .problems = o->problems,
+                 .entry_of = o->entry_of,
+                 .count = o->count,
+                 .arch = arch,
+                 .sm_count = jit_context_sm_count(ctx)};
+    s.rec = calloc(s.count ? s.count : 1, sizeof(*s.rec));
+    if (!s.rec) {
+        jit__cli_error("out of memory");
+        jit_context_destroy(ctx);
+        return JIT_CLI_FAILED;
+    }
+    s.bar = !o->json && isatty(2);
+    s.progress.total = s.count;
+    s.progress.width = 30;
+    if (s.bar)
+        jit__cli_progress_draw(&s.progress, stderr, 0);
+
+    double t0 = jit__cli_now();
+    jit_status_t st = jit_prewarm(ctx, o->problems, s.count, o->jobs, on_progress, &s);
+    double wall = jit__cli_now() - t0;
+    if (s.bar)
+        jit__cli_progress_draw(&s.progress, stderr, 1);
+
+    size_t failed = 0, missing = 0;
+    for (size_t i = 0; i < s.count; i++) {
+        if (!s.rec[i].done || s.rec[i].result != JIT_PREWARM_FAILED)
+            continue;
+        if (is_missing(&s.rec[i])) {
+            missing++;
+            if (o->check)
+                continue; /* listed on stdout by report_check */
+        } else {
+            failed++;
+        }
+        /* Which target failed matters only when there are several. */
+        char where[48] = "";
+        if (o->several_targets)
+            snprintf(where, sizeof(where), " on %s:%d", arch, s.sm_count);
+        jit__cli_error("%s (tokens %lld)%s: %s", list->entries[o->entry_of[i]].name,
+                       (long long)o->problems[i].m, where,
+                       s.rec[i].error ? s.rec[i].error : "failed");
+    }
+    /* A failure the callback never saw (bad arguments, no toolchain) still has to be shown. */
+    if (st != JIT_OK && failed == 0 && missing == 0) {
+        const char *msg = jit_last_error(ctx);
+        jit__cli_error("%s", msg && *msg ? msg : jit_status_string(st));
+        failed = 1;
+    }
+    char dir[PATH_MAX];
+    jit__diag_t d;
+    jit__diag_init(&d);
+    int resolved = jit__cache_resolve_dir(o->cache_dir, dir, sizeof(dir), &d) == JIT_OK;
+    if (!resolved)
+        snprintf(dir, sizeof(dir), "(unresolved: %s)", d.msg);
+    jit__diag_clear(&d);
+    if (o->check) {
+        report_check(&s, ctx, dir);
+        rc = (failed || missing) ? JIT_CLI_FAILED : JIT_CLI_OK;
+    } else {
+        const char **keys = NULL;
+        size_t kernels = distinct_keys(&s, KEYS_GOOD, &keys);
+        size_t stored = resolved ? count_stored(dir, keys, kernels) : 0;
+        free(keys);
+        print_summary(o->json ? stderr : stdout, &s, ctx, dir, kernels, stored, wall);
+        if (stored < kernels)
+            jit__cli_error(
+                "only %zu of %zu kernels are in the cache %s after the prewarm; a later "
+                "process will compile the rest again (see the warnings above: a directory "
+                "refused or not writable, a full disk, or a cap too small for them)",
+                stored, kernels, dir);
+        rc = (failed || missing || stored < kernels) ? JIT_CLI_FAILED : JIT_CLI_OK;
+    }
+    for (size_t i = 0; i < s.count; i++)
+        free(s.rec[i].error);
+    free(s.rec);
+    jit_context_destroy(ctx);
+    return rc;
+}
+
+#define MAX_TARGETS 16
+
+/* "sm_90a:132" or "sm_90a". The arch is checked by the library's parser; the text is kept
+ * (split in `buf`) so messages show what was typed. */
+static int parse_target(const char *verb, const char *text, char *buf, size_t bufsz, target_t *t) {
+    if (snprintf(buf, bufsz, "%s", text) >= (int)bufsz)
+        return jit__cli_usage(verb, "--target '%.40s...': too long", text);
+    char *colon = strchr(buf, ':');
+    int64_t sms = -1;
+    int rc;
+    if (colon) {
+        *colon = '\0';
+        if ((rc = jit__cli_int(verb, "target", colon + 1, 1, 1000000, &sms)))
+            return rc;
+    }
+    if (!*buf)
+        return jit__cli_usage(verb,
+                              "--target '%s': expected ARCH or ARCH:SM_COUNT (e.g. "
+                              "sm_90a:132)",
+                              text);
+    if (!jit__arch_find(buf))
+        return jit__cli_usage(verb,
+                              "--target '%s': unknown architecture '%s' (known: sm_90a, sm_100a, "
+                              "sm_103a, sm_107a, sm_120a)",
+                              text, buf);
+    t->arch = buf;
+    t->sm_count = (int)sms;
+    return 0;
 }
 
 int jit__cli_prewarm(int argc, char **argv) {
     const char *verb = "prewarm";
     const char *arch = NULL, *sm_text = NULL, *jobs_text = NULL, *cache_dir = NULL;
-    int json = 0;
+    int json = 0, check = 0;
+    const char *target_texts[MAX_TARGETS];
+    jit__cli_multi_t targets_given = {"target", "A:N", target_texts, 0, MAX_TARGETS};
     const jit__cli_opt_t opts[] = {
         {"arch", "A", &arch, NULL},      {"sm-count", "N", &sm_text, NULL},
         {"jobs", "J", &jobs_text, NULL}, {"cache-dir", "D", &cache_dir, NULL},
-        {"json", NULL, NULL, &json},
+        {"check", NULL, NULL, &check},   {"json", NULL, NULL, &json},
     };
     const char *pos[1];
     size_t n_pos = 0;
     int64_t sm_count = 0, jobs = 0;
-    int rc = jit__cli_parse(verb, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 1, &n_pos);
+    int rc = jit__cli_parse_multi(verb, argc, argv, opts, sizeof(opts) / sizeof(opts[0]),
+                                  &targets_given, 1, pos, 1, &n_pos);
     if (rc)
         return rc;
     if (n_pos == 0)
@@ -217,6 +451,22 @@ int jit__cli_prewarm(int argc, char **argv) {
         (rc = jit__cli_int(verb, "sm-count", sm_text, 1, 1000000, &sm_count)) ||
         (rc = jit__cli_int(verb, "jobs", jobs_text, 0, 1024, &jobs)))
         return rc;
+    if (targets_given.count && (arch || sm_text))
+        return jit__cli_usage(verb,
+                              "--target names the arch and SM count; it does not combine "
+                              "with --%s",
+                              arch ? "arch" : "sm-count");
+    target_t targets[MAX_TARGETS];
+    char target_bufs[MAX_TARGETS][64];
+    size_t n_targets = targets_given.count;
+    for (size_t i = 0; i < n_targets; i++)
+        if ((rc = parse_target(verb, target_texts[i], target_bufs[i], sizeof(target_bufs[i]),
+                               &targets[i])))
+            return rc;
+    if (n_targets == 0) {
+        targets[0] = (target_t){arch, (int)sm_count};
+        n_targets = 1;
+    }
 
     jit__shape_list_t list;
     jit__diag_t d;
@@ -228,89 +478,32 @@ int jit__cli_prewarm(int argc, char **argv) {
     }
     jit__diag_clear(&d);
 
-    jit_context_t *ctx = NULL;
-    rc = jit__cli_context(cache_dir, arch ? arch : list.arch,
-                          sm_count ? (int)sm_count : list.sm_count, &ctx);
-    if (rc) {
-        jit__shapes_free(&list);
-        return rc;
-    }
-
-    /* Without a target every problem would fail the same way; say it once, with the fix. */
-    const char *target = jit_context_arch(ctx);
-    if (!target || !*target) {
-        jit__cli_error("no target arch: %s has no target.arch, --arch was not given, and there "
-                       "is no GPU to detect it from (e.g. --arch sm_90a)",
-                       strcmp(pos[0], "-") ? pos[0] : "<stdin>");
-        jit_context_destroy(ctx);
-        jit__shapes_free(&list);
-        return JIT_CLI_FAILED;
-    }
-
-    state_t s = {.list = &list, .json = json};
-    s.count = jit__shapes_problem_count(&list);
-    jit_problem_t *problems = calloc(s.count, sizeof(*problems));
-    size_t *entry_of = calloc(s.count, sizeof(*entry_of));
-    s.rec = calloc(s.count, sizeof(*s.rec));
-    if (!problems || !entry_of || !s.rec) {
+    run_opts_t o = {.source = pos[0],
+                    .cache_dir = cache_dir,
+                    .jobs = (int)jobs,
+                    .json = json,
+                    .check = check,
+                    .list = &list};
+    o.count = jit__shapes_problem_count(&list);
+    jit_problem_t *problems = calloc(o.count ? o.count : 1, sizeof(*problems));
+    size_t *entry_of = calloc(o.count ? o.count : 1, sizeof(*entry_of));
+    if (!problems || !entry_of) {
         jit__cli_error("out of memory");
         rc = JIT_CLI_FAILED;
-        goto done;
+    } else {
+        jit__shapes_problems(&list, problems, entry_of);
+        o.problems = problems;
+        o.entry_of = entry_of;
+        o.several_targets = n_targets > 1;
+        /* Every target runs even after one fails: a fleet wants the whole picture at once. */
+        for (size_t t = 0; t < n_targets; t++) {
+            int trc = prewarm_target(&o, &targets[t]);
+            if (trc > rc)
+                rc = trc;
+        }
     }
-    jit__shapes_problems(&list, problems, entry_of);
-    s.problems = problems;
-    s.entry_of = entry_of;
-    s.bar = !json && isatty(2);
-    s.progress.total = s.count;
-    s.progress.width = 30;
-    if (s.bar)
-        jit__cli_progress_draw(&s.progress, stderr, 0);
-
-    double t0 = jit__cli_now();
-    jit_status_t st = jit_prewarm(ctx, problems, s.count, (int)jobs, on_progress, &s);
-    double wall = jit__cli_now() - t0;
-    if (s.bar)
-        jit__cli_progress_draw(&s.progress, stderr, 1);
-
-    size_t failed = 0;
-    for (size_t i = 0; i < s.count; i++) {
-        if (!s.rec[i].done || s.rec[i].result != JIT_PREWARM_FAILED)
-            continue;
-        failed++;
-        jit__cli_error("%s (tokens %lld): %s", list.entries[entry_of[i]].name,
-                       (long long)problems[i].m, s.rec[i].error ? s.rec[i].error : "failed");
-    }
-    /* A failure the callback never saw (bad arguments, no toolchain) still has to be shown. */
-    if (st != JIT_OK && failed == 0) {
-        const char *msg = jit_last_error(ctx);
-        jit__cli_error("%s", msg && *msg ? msg : jit_status_string(st));
-    }
-    char dir[PATH_MAX];
-    jit__diag_init(&d);
-    int resolved = jit__cache_resolve_dir(cache_dir, dir, sizeof(dir), &d) == JIT_OK;
-    if (!resolved)
-        snprintf(dir, sizeof(dir), "(unresolved: %s)", d.msg);
-    jit__diag_clear(&d);
-    const char **keys = NULL;
-    size_t kernels = distinct_keys(&s, &keys);
-    size_t stored = resolved ? count_stored(dir, keys, kernels) : 0;
-    free(keys);
-    print_summary(json ? stderr : stdout, &s, ctx, dir, kernels, stored, wall);
-    if (stored < kernels)
-        jit__cli_error("only %zu of %zu kernels are in the cache %s after the prewarm; a later "
-                       "process will compile the rest again (see the warnings above: a directory "
-                       "refused or not writable, a full disk, or a cap too small for them)",
-                       stored, kernels, dir);
-    rc = (st != JIT_OK || failed || stored < kernels) ? JIT_CLI_FAILED : JIT_CLI_OK;
-
-done:
-    if (s.rec)
-        for (size_t i = 0; i < s.count; i++)
-            free(s.rec[i].error);
-    free(s.rec);
     free(problems);
     free(entry_of);
-    jit_context_destroy(ctx);
     jit__shapes_free(&list);
     return rc;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "compile_mode.h"
 #include "device_files.h"
 #include "key.h"
 #include "log_level.h"
@@ -22,10 +23,12 @@ typedef struct verb {
 
 static const verb_t k_verbs[] = {
     {"prewarm", jit__cli_prewarm, jit__cli_prewarm_help,
-     "compile every kernel a shape list needs into the cache"},
+     "compile every kernel a shape list needs into the cache, for one or more\n"
+     "            --target ARCH:SMS; --check lists what the cache lacks, compiling nothing"},
     {"inspect", jit__cli_inspect, jit__cli_inspect_help,
-     "show the key, plan, source, PTX or cache entry of one problem"},
-    {"cache", jit__cli_cache, jit__cli_cache_help, "list, verify, gc or clear the kernel cache"},
+     "show the key, plan, source, PTX, SASS (--sass), cubin (--cubin --out DIR)\n"
+     "            or cache entry of one problem"},
+    {"cache", jit__cli_cache, jit__cli_cache_help, "list, verify, gc, clear or sum up (stats) the kernel cache"},
     {"run", jit__cli_run, jit__cli_run_help,
      "run one GEMM on the GPU, check it against the host reference, time it"},
 };
@@ -42,8 +45,13 @@ static void print_usage(FILE *f) {
                "                           else ~/.cache/jitgemm)\n"
                "  JITGEMM_CACHE_MAX_BYTES  cache size cap (default 4 GiB)\n"
                "  JITGEMM_TOOLKIT_DIR      directory holding the NVRTC and nvJitLink to use\n"
-               "  JITGEMM_LOG              " JIT__LOG_LEVEL_NAMES "; default warn\n\n"
-               "Exit status: 0 success, 1 the work failed, 2 bad command line or JITGEMM_LOG.\n");
+               "  JITGEMM_LOG              " JIT__LOG_LEVEL_NAMES "; default warn\n"
+               "  JITGEMM_COMPILE          always (default) or never: with never, a kernel not\n"
+               "                           in the cache fails (JIT_NOT_IN_CACHE) instead of\n"
+               "                           compiling\n"
+               "The README lists every JITGEMM_* variable.\n\n"
+               "Exit status: 0 success, 1 the work failed, 2 bad command line, JITGEMM_LOG or\n"
+               "JITGEMM_COMPILE.\n");
 }
 
 static int print_version(void) {
@@ -108,12 +116,14 @@ int main(int argc, char **argv) {
         fputs(v->help, stdout);
         return JIT_CLI_OK;
     }
-    /* Checked for every verb, not only those that create a context, so a mistyped level never
-     * passes silently. */
+    /* Checked for every verb, not only those that create a context, so a mistyped level or mode
+     * never passes silently. */
     jit_log_level_t level;
+    jit_compile_mode_t mode;
     jit__diag_t d;
     jit__diag_init(&d);
-    if (jit__log_level_from_env(JIT_LOG_WARN, &level, &d) != JIT_OK) {
+    if (jit__log_level_from_env(JIT_LOG_WARN, &level, &d) != JIT_OK ||
+        jit__compile_mode_from_env(JIT_COMPILE_ALWAYS, &mode, &d) != JIT_OK) {
         jit__cli_error("%s", d.msg);
         jit__diag_clear(&d);
         return JIT_CLI_USAGE;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "arch.h"
+#include "plan.h"
 
 #define PATH_MAX_LEN 96
 
@@ -205,8 +206,21 @@ static int cmp_name_at(const void *a, const void *b) {
 
 static jit_status_t parse_tokens(const json_t *v, const char *source, const char *path,
                                  jit__shape_entry_t *e, jit__diag_t *d) {
+    if (json_is_string(v) && strcmp(json_string_value(v), "all") == 0) {
+        /* One count per token band, its smallest: M enters the key only through the band, so
+         * this covers every kernel the entry can ever need. */
+        e->tokens = calloc(JIT_TOKEN_BANDS, sizeof(*e->tokens));
+        if (!e->tokens)
+            return jit__fail(d, JIT_OUT_OF_MEMORY, "out of memory");
+        for (int b = 0; b < JIT_TOKEN_BANDS; b++) {
+            int64_t hi;
+            jit__token_band_range(b, &e->tokens[b], &hi);
+        }
+        e->n_tokens = JIT_TOKEN_BANDS;
+        return JIT_OK;
+    }
     if (!json_is_array(v) || json_array_size(v) == 0)
-        return bad(d, source, path, v, "a non-empty array of positive integers");
+        return bad(d, source, path, v, "a non-empty array of positive integers, or \"all\"");
     size_t n = json_array_size(v);
     e->tokens = calloc(n, sizeof(*e->tokens));
     if (!e->tokens)

@@ -60,6 +60,20 @@ static const jit__cli_opt_t *find_opt(const jit__cli_opt_t *opts, size_t n, cons
 
 int jit__cli_parse(const char *verb, int argc, char **argv, const jit__cli_opt_t *opts,
                    size_t n_opts, const char **pos, size_t max_pos, size_t *n_pos) {
+    return jit__cli_parse_multi(verb, argc, argv, opts, n_opts, NULL, 0, pos, max_pos, n_pos);
+}
+
+static jit__cli_multi_t *find_multi(jit__cli_multi_t *multi, size_t n, const char *name,
+                                    size_t len) {
+    for (size_t i = 0; i < n; i++)
+        if (strlen(multi[i].name) == len && !strncmp(multi[i].name, name, len))
+            return &multi[i];
+    return NULL;
+}
+
+int jit__cli_parse_multi(const char *verb, int argc, char **argv, const jit__cli_opt_t *opts,
+                         size_t n_opts, jit__cli_multi_t *multi, size_t n_multi, const char **pos,
+                         size_t max_pos, size_t *n_pos) {
     int options_done = 0;
     *n_pos = 0;
     for (int i = 0; i < argc; i++) {
@@ -82,6 +96,18 @@ int jit__cli_parse(const char *verb, int argc, char **argv, const jit__cli_opt_t
         const char *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         const jit__cli_opt_t *o = find_opt(opts, n_opts, name, len);
+        jit__cli_multi_t *m = o ? NULL : find_multi(multi, n_multi, name, len);
+        if (m) {
+            const char *text = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+            if (!text)
+                return jit__cli_usage(verb, "option '--%s' needs a value (%s)", m->name,
+                                      m->metavar);
+            if (m->count >= m->max)
+                return jit__cli_usage(verb, "option '--%s' given more than %zu times", m->name,
+                                      m->max);
+            m->items[m->count++] = text;
+            continue;
+        }
         if (!o)
             return jit__cli_usage(verb, "unknown option '--%.*s'", (int)len, name);
         if (!o->metavar) {
@@ -225,11 +251,17 @@ int jit__cli_arch(const char *verb, const char *text) {
 }
 
 int jit__cli_context(const char *cache_dir, const char *arch, int sm_count, jit_context_t **out) {
+    return jit__cli_context_mode(cache_dir, arch, sm_count, JIT_COMPILE_ALWAYS, out);
+}
+
+int jit__cli_context_mode(const char *cache_dir, const char *arch, int sm_count,
+                          jit_compile_mode_t mode, jit_context_t **out) {
     jit_context_options_t opt;
     jit_context_options_init(&opt);
     opt.cache_dir = cache_dir;
     opt.arch = arch;
     opt.sm_count = sm_count;
+    opt.compile_mode = mode;
     *out = NULL;
     jit_status_t st = jit_context_create(&opt, out);
     if (st != JIT_OK) {
