@@ -150,7 +150,7 @@ def candidates():
     libdir = _pkg_config_libdir()
     if libdir:
         for name in (SONAME, "libjitgemm.so"):
-            f = Path(libdir) / name
+            f = Path(libdir).resolve() / name
             if f.exists():
                 out.append(("pkg-config libdir", str(f)))
                 break
