@@ -30,12 +30,11 @@ def _torch():
 
 
 def _operand_dtypes(torch):
-    out = {}
-    for name, code in (("float8_e4m3fn", _lib.DTYPE_E4M3), ("float8_e5m2", _lib.DTYPE_E5M2)):
-        dt = getattr(torch, name, None)
-        if dt is not None:
-            out[dt] = code
-    return out
+    # Row-scaled kernels take E4M3 x E4M3 only (the library refuses E5M2 with row scales).
+    dt = getattr(torch, "float8_e4m3fn", None)
+    if dt is None:
+        raise ImportError("this PyTorch (%s) has no torch.float8_e4m3fn" % torch.__version__)
+    return {dt: _lib.DTYPE_E4M3}
 
 
 def _tensor(torch, x, name):
@@ -98,7 +97,7 @@ def context(device=None):
 def gemm(a, b, scale_a, scale_b, out=None, epilogue="linear", residual=None):
     """D = epilogue((a @ b.T) * scale_a[:, None] * scale_b[None, :]) in one jitgemm kernel.
 
-    a [M, K] and b [N, K]: torch.float8_e4m3fn (or float8_e5m2) on one CUDA device, rows
+    a [M, K] and b [N, K]: torch.float8_e4m3fn on one CUDA device, rows
         contiguous (a row stride is allowed; in bytes it must be a multiple of 16)
     scale_a [M], scale_b [N]: float32 (shapes (M, 1) and (1, N) are accepted too)
     out [M, Nout]: bfloat16; allocated when None. Nout = N, or N / 2 for linear_swiglu
@@ -127,18 +126,6 @@ def gemm(a, b, scale_a, scale_b, out=None, epilogue="linear", residual=None):
     if epilogue == "linear_swiglu" and n % 2:
         raise ValueError("linear_swiglu needs an even N (b rows are gate/up pairs), got N = %d" % n)
     nout = n // 2 if epilogue == "linear_swiglu" else n
-    device = a.device
-    if device.type != "cuda":
-        raise ValueError("a must be on a CUDA device, got %s" % device)
-    tensors = [(b, "b"), (scale_a, "scale_a"), (scale_b, "scale_b")]
-    if out is not None:
-        tensors.append((_tensor(torch, out, "out"), "out"))
-    if residual is not None:
-        tensors.append((_tensor(torch, residual, "residual"), "residual"))
-    for x, name in tensors:
-        if x.device != device:
-            raise ValueError("%s is on %s, a on %s: every tensor must be on one device"
-                             % (name, x.device, device))
     lda = _rows(a, "a", "[M, K]", m, k)
     ldb = _rows(b, "b", "[N, K]", n, k)
     _scales(torch, scale_a, "scale_a", m, "row of a (token)")
@@ -146,17 +133,31 @@ def gemm(a, b, scale_a, scale_b, out=None, epilogue="linear", residual=None):
     if epilogue == "linear_add":
         if residual is None:
             raise ValueError("linear_add needs residual, a bfloat16 [M, N] tensor")
+        _tensor(torch, residual, "residual")
         _dtype(residual, "residual", (torch.bfloat16,))
+        ldr = _rows(residual, "residual", "[M, N]", m, n)
     elif residual is not None:
         raise ValueError("residual is only read by linear_add, not %s" % epilogue)
+    else:
+        ldr = 0
+    if out is not None:
+        _tensor(torch, out, "out")
+        _dtype(out, "out", (torch.bfloat16,))
+        ldd = _rows(out, "out", "[M, Nout]", m, nout)
+    # Devices last, so that a wrong dtype or shape is named even on CPU tensors.
+    device = a.device
+    if device.type != "cuda":
+        raise ValueError("a must be on a CUDA device, got %s" % device)
+    for x, name in ((b, "b"), (scale_a, "scale_a"), (scale_b, "scale_b"), (out, "out"),
+                    (residual, "residual")):
+        if x is not None and x.device != device:
+            raise ValueError("%s is on %s, a on %s: every tensor must be on one device"
+                             % (name, x.device, device))
     if out is None:
         out = torch.empty((m, nout), dtype=torch.bfloat16, device=device)
-    else:
-        _dtype(out, "out", (torch.bfloat16,))
+        ldd = nout
     if m == 0:
         return out
-    ldd = _rows(out, "out", "[M, Nout]", m, nout)
-    ldr = _rows(residual, "residual", "[M, N]", m, n) if residual is not None else 0
 
     ctx = context(device)
     lib = ctx.lib

@@ -77,8 +77,8 @@ class Inputs:
         """FP64 reference and the bound of each element, from the quantized inputs."""
         import torch
 
-        a = self.a.to(torch.float64)
-        b = self.b.to(torch.float64)
+        a = self.a.float().double()
+        b = self.b.float().double()
         sa = self.sa.double()[:, None]
         sb = self.sb.double()[None, :]
         acc = (a @ b.T) * sa * sb
