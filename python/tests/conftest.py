@@ -18,6 +18,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 ARCH = "sm_90a"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_default_cache(tmp_path_factory):
+    """Calls that name no cache_dir use the environment's: a temporary one, never the user's."""
+    old = os.environ.get("JITGEMM_CACHE_DIR")
+    os.environ["JITGEMM_CACHE_DIR"] = str(tmp_path_factory.mktemp("default-cache"))
+    yield
+    if old is None:
+        os.environ.pop("JITGEMM_CACHE_DIR", None)
+    else:
+        os.environ["JITGEMM_CACHE_DIR"] = old
+
+
 @pytest.fixture(scope="session")
 def repo():
     return REPO
