@@ -11,7 +11,8 @@
 # tests run here instead of skipping), the Python binding's GPU tests, a checked `jitgemm run`
 # per shape, the benchmarks, and the PyTorch anchor. Everything is logged with tee under $OUT
 # (else ./gpu-out): gpu-check.log (all output), ctest.log, python.log, run.log, bench.jsonl,
-# torch_anchor.json and summary.txt. A failing step is recorded and the next one still runs; the exit status is non-zero if any failed.
+# torch_anchor.json and summary.txt. A failing step is recorded and the next one still runs;
+# the exit status is non-zero if any failed.
 #
 # Environment: GPU_CHECK_BUDGET_S (default 480) bounds the whole run, each step's timeout is cut
 # to what is left; GPU_CHECK_SHAPES overrides the shape list ("op:n:k:tokens" words);
