@@ -1,9 +1,11 @@
 """Loading the library, the status names, the error type, and import without PyTorch."""
 
+import os
 import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -73,7 +75,7 @@ def test_library_env_var_other_library_is_refused():
     libm = None
     for cand in ("/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6",
                  "/lib64/libm.so.6"):
-        if __import__("os").path.exists(cand):
+        if os.path.exists(cand):
             libm = cand
     if not libm:
         pytest.skip("no libm.so.6 at a known path")
@@ -113,10 +115,14 @@ def test_pip_installed_copy_finds_the_library(tmp_path, build_dir):
     # Offline (--no-build-isolation), so the build backend must be here already: setuptools,
     # and wheel for a setuptools older than 70.1 (Debian 12's pip brings both).
     try:
-        import setuptools  # noqa: F401
-        import wheel  # noqa: F401
+        import setuptools
+        import wheel
     except ImportError as e:
         pytest.skip("the build backend is not installed (%s)" % e)
+    # pip runs the backend in another folder: give it where these two are as absolute paths
+    # (PYTHONPATH=.deps/py is relative to the repository).
+    backend_path = os.pathsep.join(str(Path(m.__file__).resolve().parent.parent)
+                                   for m in (setuptools, wheel))
     target = tmp_path / "site"
     # From a copy: setuptools leaves build/ and *.egg-info in the folder it builds.
     src = tmp_path / "src"
@@ -125,7 +131,8 @@ def test_pip_installed_copy_finds_the_library(tmp_path, build_dir):
     r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
                         "--no-build-isolation", "--disable-pip-version-check", "--no-index",
                         "--target", str(target), str(src)],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PYTHONPATH=backend_path))
     assert r.returncode == 0, r.stdout + r.stderr
     assert (target / "jitgemm" / "__init__.py").exists()
     assert not (target / "jitgemm" / "tests").exists()
