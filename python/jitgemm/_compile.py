@@ -112,7 +112,7 @@ def prewarm(shapes, arch=None, sm_count=None, cache_dir=None, jobs=0, progress=N
         missing = {r["key"] for r in results if r["key"] in keys and not r["stored"]}
         if missing:
             failure = _errors.JitError(
-                -12,
+                _lib.STATUS_CACHE_ERROR,
                 "only %d of %d kernels are in the cache %s after the prewarm; a later process "
                 "will compile the rest again (a directory refused or not writable, a full disk, "
                 "or a size cap too small for them)" % (len(keys) - len(missing), len(keys), where),

@@ -26,6 +26,7 @@ SONAME = "libjitgemm.so.0"
 
 # ---- enums (api/jitgemm.h) ---------------------------------------------------------------------
 STATUS_MIN = -17  # JIT_INTERNAL, the last entry of JIT_STATUS_MAP
+STATUS_CACHE_ERROR = -12
 
 DTYPE_E4M3, DTYPE_E5M2, DTYPE_E2M1, DTYPE_BF16, DTYPE_F32 = 1, 2, 3, 4, 5
 SCALE_ROW = 1

@@ -166,3 +166,50 @@ def test_pkg_config_prefix_is_found(tmp_path, build_dir):
                                      "PKG_CONFIG_PATH": str(pcs[0].parent)}, cwd=str(tmp_path))
     assert rc == 0, err
     assert out.strip() == str(pcs[0].parent.parent / "libjitgemm.so.0")
+
+
+def test_enum_values_are_the_headers(repo):
+    """The ctypes mirror's constants against api/jitgemm.h."""
+    from jitgemm import _lib
+
+    text = (repo / "api" / "jitgemm.h").read_text()
+    header = {n: int(v) for n, v in re.findall(r"\b(JIT_[A-Z0-9_]+) = (-?\d+)", text)}
+    mirror = {
+        "JIT_DTYPE_E4M3": _lib.DTYPE_E4M3, "JIT_DTYPE_E5M2": _lib.DTYPE_E5M2,
+        "JIT_DTYPE_E2M1": _lib.DTYPE_E2M1, "JIT_DTYPE_BF16": _lib.DTYPE_BF16,
+        "JIT_DTYPE_F32": _lib.DTYPE_F32, "JIT_SCALE_ROW": _lib.SCALE_ROW,
+        "JIT_EPILOGUE_LINEAR": _lib.EPILOGUE_LINEAR,
+        "JIT_EPILOGUE_LINEAR_ADD": _lib.EPILOGUE_LINEAR_ADD,
+        "JIT_EPILOGUE_LINEAR_SWIGLU": _lib.EPILOGUE_LINEAR_SWIGLU,
+    }
+    mirror.update({"JIT_INSPECT_" + w.upper(): v for w, v in _lib.INSPECT_STAGES.items()})
+    mirror.update({"JIT_PREWARM_" + w.upper(): v for v, w in _lib.PREWARM_RESULTS.items()})
+    for name, value in mirror.items():
+        assert header[name] == value, name
+    statuses = header_status_map(repo)
+    assert statuses[_lib.STATUS_MIN] == "JIT_INTERNAL" and min(statuses) == _lib.STATUS_MIN
+    assert statuses[_lib.STATUS_CACHE_ERROR] == "JIT_CACHE_ERROR"
+
+
+def header_struct_fields(text, tag):
+    """Field names of `typedef struct TAG {...}` in declaration order."""
+    body = re.search(r"typedef struct %s \{(.*?)\}" % tag, text, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    names = []
+    for decl in body.split(";"):
+        parts = [p.strip() for p in decl.split(",") if p.strip()]
+        if not parts:
+            continue
+        names.append(re.findall(r"\w+", parts[0])[-1])
+        names += [re.findall(r"\w+", p)[-1] for p in parts[1:]]
+    return names
+
+
+@pytest.mark.parametrize("tag,cls", [("jit_problem", "Problem"), ("jit_operands", "Operands"),
+                                     ("jit_context_options", "ContextOptions"),
+                                     ("jit_prewarm_event", "PrewarmEvent")])
+def test_struct_mirrors_follow_the_header(repo, tag, cls):
+    from jitgemm import _lib
+
+    text = (repo / "api" / "jitgemm.h").read_text()
+    assert [f[0] for f in getattr(_lib, cls)._fields_] == header_struct_fields(text, tag)
