@@ -8,6 +8,7 @@ allows) plus 2^-12 of the sum of |terms| (FP32 accumulation with the Hopper wgmm
 interval), the bound bench/torch_anchor.py uses.
 """
 
+import gemm_arg_cases
 import jitgemm
 
 OPS = ("linear", "linear_add", "linear_swiglu")
@@ -229,4 +230,6 @@ def all_cases():
     cases += [("allocates_out", case_allocates_out, ()), ("row_strides", case_row_strides, ())]
     cases += [("scaled_mm_m%d" % m, case_against_scaled_mm, (m,)) for m in RAGGED_M]
     cases += [("cuda_graph", case_cuda_graph, ()), ("misaligned", case_errors_on_gpu, ())]
+    # The argument checks too, for a host where only this runner (no pytest) runs.
+    cases += [("argument_checks", gemm_arg_cases.check_all, ())]
     return cases
