@@ -104,3 +104,17 @@ def test_unreadable_files(tmp_path):
     nul.write_bytes(b'{"gemms": []}\0')
     with pytest.raises(ValueError, match="NUL byte"):
         jitgemm.prewarm(nul, arch=ARCH)
+
+
+def test_unknown_target_arch_is_the_librarys_error(tmp_path, cli):
+    path = tmp_path / "shapes.json"
+    path.write_text(json.dumps({"target": {"arch": "sm_77"}, "gemms": [GOOD]}))
+    with pytest.raises(jitgemm.JitError) as info:
+        jitgemm.prewarm(path, cache_dir=tmp_path / "cache")
+    assert info.value.status == "JIT_UNKNOWN_ARCH" and "sm_77" in info.value.message
+    rc, _, err = cli("prewarm", path, "--cache-dir", tmp_path / "cache")
+    assert rc == 1 and "target.arch" in err
+    # The short form the C parser accepts works here too, and names the same target.
+    path.write_text(json.dumps({"target": {"arch": "90a"}, "gemms": [GOOD]}))
+    r = jitgemm.prewarm(path, cache_dir=tmp_path / "cache")
+    assert r[0]["key"] == jitgemm.inspect("linear", 256, 256, 1, what="key", arch=ARCH)["hash"]
