@@ -76,6 +76,7 @@ static void load_driver(void) {
     GET(cuStreamWaitEvent);
     GET(cuTensorMapEncodeTiled);
     GET(cuOccupancyMaxActiveClusters);
+    GET(cuStreamGetCaptureInfo);
     CUresult r = g_drv.cuInit(0);
     if (r != CUDA_SUCCESS) {
         const char *name = "?";

@@ -49,6 +49,10 @@ typedef struct jit__driver {
                                        CUtensorMapSwizzle, CUtensorMapL2promotion,
                                        CUtensorMapFloatOOBfill);
     CUresult (*cuOccupancyMaxActiveClusters)(int *, CUfunction, const CUlaunchConfig *);
+    /* The CUDA 12.0 form (cuStreamGetCaptureInfo_v2), what cuGetProcAddress returns for the
+     * 12000 version every entry point here is requested with. */
+    CUresult (*cuStreamGetCaptureInfo)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
+                                       const CUgraphNode **, size_t *);
 } jit__driver_t;
 
 /* The driver, loaded and initialised once per process (cuInit(0)). JIT_NO_GPU with a message

@@ -240,12 +240,17 @@ profile_candidates() {
 # compute-sanitizer (memcheck, racecheck, synccheck) on one small ragged problem per forced
 # candidate: each route's kernel at least once.
 sanitize_candidates() {
-    local c tool rc=0
-    for c in $SANITIZE_CANDIDATES; do
+    local item c opts tool rc=0
+    for item in $SANITIZE_CANDIDATES; do
+        # "candidate" or "candidate|options,with,commas" (a problem of its own: the decode
+        # route takes only small M).
+        c="${item%%|*}"
+        opts="$SANITIZE_PROBLEM"
+        [ "$item" != "$c" ] && opts="${item#*|}" && opts="${opts//,/ }"
         for tool in memcheck racecheck synccheck; do
-            echo "--- compute-sanitizer --tool $tool, candidate $c: $SANITIZE_PROBLEM"
+            echo "--- compute-sanitizer --tool $tool, candidate $c: $opts"
             JITGEMM_FORCE_CANDIDATE="$c" compute-sanitizer --tool "$tool" --error-exitcode 99 \
-                "$BUILD/jitgemm" run $SANITIZE_PROBLEM --iters 1 2>&1 |
+                "$BUILD/jitgemm" run $opts --iters 1 2>&1 |
                 grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error|error|PASS|FAIL|family"
             [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
         done
@@ -328,7 +333,7 @@ main() {
         step profile 150 profile_candidates
     fi
     if [ -n "$SWEEP_SHAPES" ]; then
-        step sweep 200 env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 python3 \
+        step sweep "${GPU_CHECK_SWEEP_S:-200}" env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 python3 \
             "$ROOT/bench/torch_anchor.py" --lib "$BUILD/libjitgemm.so" --sweep \
             --shapes "$SWEEP_SHAPES" --out "$OUT/sweep.json"
     fi

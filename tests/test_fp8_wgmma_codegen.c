@@ -207,6 +207,37 @@ Test(fp8_wgmma, compiles_for_sm_90a_without_spills_or_serialised_wgmma, .timeout
     }
 }
 
+/* The clusters-of-two kernel releases a stage in the peer CTA with a remote mbarrier arrive.
+ * `.release.cluster` there assembles to MEMBAR.ALL.GPU before the arrive, which made the kernel
+ * 2-9x slower than the single-CTA one on the H200; the arrive is CTA-scoped instead. */
+Test(fp8_wgmma, cluster_release_has_no_gpu_scope_fence, .timeout = 300) {
+    const jit__toolchain_t *tc = auto_toolchain();
+    setenv("JITGEMM_ALLOW_UNVERIFIED_ROUTES", "1", 1);
+    setenv("JITGEMM_FORCE_CANDIDATE", "wgmma_tma_mc2:128x128", 1);
+    jit__plan_t p;
+    make_plan(4, 5120, 5120, JIT_EPILOGUE_LINEAR, &p);
+    unsetenv("JITGEMM_FORCE_CANDIDATE");
+    unsetenv("JITGEMM_ALLOW_UNVERIFIED_ROUTES");
+    cr_assert_eq(jit__wgmma_cof(&p)->cluster, 2);
+    jit__key_t k;
+    jit__key_make(&p, &tc->id, "sm_90a", 0, &k);
+    char *src = NULL;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    cr_assert_eq(jit__generate(&p, &k, &src, &d), JIT_OK, "%s", d.msg);
+    jit__compiled_t c;
+    cr_assert_eq(jit__compile(tc, src, jit__plan_kernel_name(&p), "sm_90a", JIT__COMPILE_PTX, &c,
+                              &d),
+                 JIT_OK, "%s", d.msg);
+    cr_expect(strstr(c.ptx, "mbarrier.arrive.release.cta.shared::cluster.b64"),
+              "the remote release is there");
+    cr_expect_null(strstr(c.ptx, "release.cluster.shared::cluster"),
+                   "no cluster-scoped release on the remote arrive");
+    jit__compiled_free(&c);
+    jit__diag_clear(&d);
+    free(src);
+}
+
 /* ---- the launch, against a recording driver ------------------------------------------------ */
 
 typedef struct recorded_map {
@@ -252,6 +283,16 @@ static CUresult fake_launch(const CUlaunchConfig *cfg, CUfunction f, void **args
 /* Each CTA of a cluster loads its slice of the B tile: the B map's box must be BN / cluster
  * rows, or each full barrier receives twice the bytes it expects and the kernel hangs (as an
  * H200 run once did). The grid is a whole number of clusters and at most one CTA per SM. */
+static int g_fake_clusters; /* what the fake occupancy query answers; 0: no such entry point */
+static CUresult fake_max_clusters(int *n, CUfunction f, const CUlaunchConfig *cfg) {
+    (void)f;
+    cr_expect_eq(cfg->numAttrs, 1u);
+    cr_expect_eq(cfg->attrs[0].id, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+    cr_expect_eq(cfg->blockDimX, 384u);
+    *n = g_fake_clusters;
+    return CUDA_SUCCESS;
+}
+
 static void check_launch(const char *force, int bn, int cluster, int64_t m) {
     setenv("JITGEMM_FORCE_CANDIDATE", force, 1);
     jit__plan_t p;
@@ -264,6 +305,8 @@ static void check_launch(const char *force, int bn, int cluster, int64_t m) {
     memset(&drv, 0, sizeof(drv));
     drv.cuTensorMapEncodeTiled = fake_encode;
     drv.cuLaunchKernelEx = fake_launch;
+    if (g_fake_clusters)
+        drv.cuOccupancyMaxActiveClusters = fake_max_clusters;
     void *state = NULL;
     jit__diag_t d;
     jit__diag_init(&d);
@@ -292,9 +335,10 @@ static void check_launch(const char *force, int bn, int cluster, int64_t m) {
     cr_expect_eq(g_cfg.blockDimX, 384u);
     cr_expect_eq(g_cfg.sharedMemBytes, p.smem_bytes);
     int64_t units = ((m + wp->bm - 1) / wp->bm + cluster - 1) / cluster * ((5120 + bn - 1) / bn);
-    cr_expect_eq(g_cfg.gridDimX,
-                 (unsigned)(units * cluster < 132 / cluster * cluster ? units * cluster
-                                                                      : 132 / cluster * cluster));
+    int64_t clusters = 132 / cluster;
+    if (cluster > 1 && g_fake_clusters && g_fake_clusters < clusters)
+        clusters = g_fake_clusters;
+    cr_expect_eq(g_cfg.gridDimX, (unsigned)(units < clusters ? units : clusters) * cluster);
     p.family->release(&drv, state);
 }
 
@@ -320,6 +364,20 @@ Test(fp8_wgmma, launch_maps_and_grid_match_the_plan) {
     check_launch("wgmma_tma_mc2:128x160", 160, 2, 4096);
     check_launch("wgmma_tma_mc2:128x128", 128, 2, 600);
     check_launch("wgmma_tma_mc2:128x64", 64, 2, 100);
+}
+
+/* A persistent CTA that is not resident runs only after a whole earlier one: the cluster grid
+ * is capped at what the driver says fits at once (fewer than SMs / 2 when GPCs have odd SM
+ * counts). */
+Test(fp8_wgmma, cluster_grid_is_capped_at_the_resident_clusters) {
+    setenv("JITGEMM_ALLOW_UNVERIFIED_ROUTES", "1", 1);
+    g_fake_clusters = 60;
+    check_launch("wgmma_tma_mc2:128x160", 160, 2, 4096);
+    cr_expect_eq(g_cfg.gridDimX, 120u);
+    check_launch("wgmma_tma_mc2:128x64", 64, 2, 100);
+    check_launch("wgmma_tma:128x160", 160, 1, 4096);
+    cr_expect_eq(g_cfg.gridDimX, 132u, "no cap without a cluster");
+    g_fake_clusters = 0;
 }
 
 /* ---- the decode route ---------------------------------------------------------------------- */
@@ -360,6 +418,15 @@ static CUresult fake_wait(CUstream s, CUevent e, unsigned f) {
 static CUresult fake_record(CUevent e, CUstream s) {
     (void)e, (void)s;
     g_records++;
+    return CUDA_SUCCESS;
+}
+/* Streams whose handle is odd are "capturing", with the handle as the capture id. */
+static CUresult fake_capture_info(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id,
+                                  CUgraph *g, const CUgraphNode **deps, size_t *n) {
+    (void)g, (void)deps, (void)n;
+    uintptr_t h = (uintptr_t)s;
+    *st = (h & 1) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    *id = (h & 1) ? (cuuint64_t)h : 0;
     return CUDA_SUCCESS;
 }
 
@@ -445,6 +512,7 @@ Test(fp8_wgmma, decode_launch_matches_the_plan) {
     drv.cuEventDestroy = fake_event_destroy;
     drv.cuStreamWaitEvent = fake_wait;
     drv.cuEventRecord = fake_record;
+    drv.cuStreamGetCaptureInfo = fake_capture_info;
     void *state = NULL;
     jit__diag_t d;
     jit__diag_init(&d);
@@ -475,7 +543,25 @@ Test(fp8_wgmma, decode_launch_matches_the_plan) {
     cr_expect_eq(g_cfg.gridDimX, 40u * 6u, "one CTA per unit");
     cr_expect_eq(g_cfg.sharedMemBytes, p.smem_bytes);
     cr_expect_eq(g_cluster_x, 1u);
-    cr_expect_eq(g_waits, 2);
+    cr_expect_eq(g_waits, 1, "the first launch has nothing to wait for");
     cr_expect_eq(g_records, 2);
+    /* A capture may not depend on work outside it (CUDA_ERROR_STREAM_CAPTURE_ISOLATION, as the
+     * H200 anchor's graph capture once failed): the first launch of a capture does not wait on
+     * the event recorded outside it, later launches of the same capture do, and the next
+     * launch outside the capture waits only on an outside record again. */
+    args.stream = (CUstream)(uintptr_t)0x11;
+    g_waits = 0;
+    cr_assert_eq(p.family->launch(&drv, NULL, &p, state, &args, &d), JIT_OK, "%s", d.msg);
+    cr_expect_eq(g_waits, 0, "no wait across the capture boundary");
+    cr_assert_eq(p.family->launch(&drv, NULL, &p, state, &args, &d), JIT_OK, "%s", d.msg);
+    cr_expect_eq(g_waits, 1, "ordered within the capture");
+    args.stream = (CUstream)(uintptr_t)0x13;
+    cr_assert_eq(p.family->launch(&drv, NULL, &p, state, &args, &d), JIT_OK, "%s", d.msg);
+    cr_expect_eq(g_waits, 1, "no wait on another capture's record");
+    args.stream = NULL;
+    cr_assert_eq(p.family->launch(&drv, NULL, &p, state, &args, &d), JIT_OK, "%s", d.msg);
+    cr_expect_eq(g_waits, 1, "the last record was in a capture");
+    cr_assert_eq(p.family->launch(&drv, NULL, &p, state, &args, &d), JIT_OK, "%s", d.msg);
+    cr_expect_eq(g_waits, 2);
     p.family->release(&drv, state);
 }

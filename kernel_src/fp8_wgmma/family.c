@@ -98,7 +98,7 @@ static double modelled_us(const jit__plan_t *p, int bm, int bn, int cluster, int
 /* The tiles the model weighs. Promotion keeps a partial and a running accumulator per thread,
  * 2 x BN/2 registers for BM 128 (one m64 wave per consumer warpgroup), so BN stops at 192;
  * swiglu needs BN a multiple of 64 (gate/up pairs stay in one thread). */
-static const int k_tiles[][2] = {{128, 64}, {128, 128}, {128, 160}, {128, 192}};
+static const int k_tiles[][2] = {{128, 64}, {128, 96}, {128, 128}, {128, 160}, {128, 192}};
 
 /* The two forms of the kernel the model weighs per tile: one CTA per cluster, or two that
  * share the B tile by multicast. */
@@ -255,7 +255,7 @@ static int plan_to_json(const jit__plan_t *p, void *json_object) {
     return json_object_set_new((json_t *)json_object, "wgmma", o);
 }
 
-unsigned jit__wgmma_grid(const jit__plan_t *plan, int64_t m) {
+unsigned jit__wgmma_grid(const jit__plan_t *plan, int64_t m, int max_clusters) {
     const jit__wgmma_plan_t *wp = jit__wgmma_cof(plan);
     if (wp->route == JIT_WGMMA_DECODE)
         return jit__wgmma_decode_grid(plan, m);
@@ -264,6 +264,10 @@ unsigned jit__wgmma_grid(const jit__plan_t *plan, int64_t m) {
     int64_t units =
         ((m + wp->bm - 1) / wp->bm + c - 1) / c * ((plan->spec.n + wp->bn - 1) / wp->bn);
     int64_t clusters = plan->sm_count / c;
+    /* A persistent CTA that is not resident waits for a whole earlier CTA to finish: with
+     * clusters, the GPCs' SM counts can leave fewer co-resident clusters than SMs / cluster. */
+    if (max_clusters > 0 && max_clusters < clusters)
+        clusters = max_clusters;
     return (unsigned)((units < clusters ? units : clusters) * c);
 }
 
@@ -280,12 +284,18 @@ typedef struct tmap_memo {
 /* Decode with split K also keeps the partials' workspace and the per-tile counters, sized for
  * the band's largest M and zeroed once (the kernel leaves the counters at zero). Launches that
  * share them are ordered on the GPU: each waits for the previous one's event, whatever its
- * stream. */
+ * stream. Under stream capture the event may only be waited on when it was recorded in the same
+ * capture (the driver refuses a dependency on work outside it), so the state remembers which
+ * capture, if any, recorded it last; the launches of one graph are ordered by the graph itself
+ * and its replays by the stream they are launched on. */
 typedef struct wgmma_state {
     pthread_mutex_t lock;
     tmap_memo_t a, b;
     CUdeviceptr workspace, counters;
     CUevent done;
+    int recorded;             /* `done` has been recorded at least once */
+    cuuint64_t done_capture;  /* capture id of the last record, 0 outside capture */
+    int max_clusters;         /* co-resident clusters (cluster plans), 0 if not known */
 } wgmma_state_t;
 
 static void release(const jit__driver_t *drv, void *state) {
@@ -325,6 +335,37 @@ static jit_status_t prepare(const jit__driver_t *drv, CUfunction fn, const jit__
         jit_status_t st = jit__cuda_fail(drv, r, "allocating the decode workspace", d);
         release(drv, s);
         return st;
+    }
+    const jit__wgmma_plan_t *wp = jit__wgmma_cof(plan);
+    if (wp->cluster > 1 && drv->cuOccupancyMaxActiveClusters) {
+        CUlaunchConfig cfg;
+        memset(&cfg, 0, sizeof(cfg));
+        cfg.gridDimX = (unsigned)(plan->sm_count / wp->cluster * wp->cluster);
+        cfg.gridDimY = cfg.gridDimZ = 1;
+        cfg.blockDimX = (unsigned)plan->threads;
+        cfg.blockDimY = cfg.blockDimZ = 1;
+        cfg.sharedMemBytes = plan->smem_bytes;
+        CUlaunchAttribute attr;
+        memset(&attr, 0, sizeof(attr));
+        attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attr.value.clusterDim.x = (unsigned)wp->cluster;
+        attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        int n = 0;
+        r = drv->cuOccupancyMaxActiveClusters(&n, fn, &cfg);
+        if (r != CUDA_SUCCESS || n < 1) {
+            jit_status_t st =
+                r != CUDA_SUCCESS
+                    ? jit__cuda_fail(drv, r, "cuOccupancyMaxActiveClusters", d)
+                    : jit__fail(d, JIT_CUDA_ERROR,
+                                "no cluster of %d CTAs with %u bytes of shared memory fits the "
+                                "device",
+                                wp->cluster, plan->smem_bytes);
+            release(drv, s);
+            return st;
+        }
+        s->max_clusters = n;
     }
     *state = s;
     return JIT_OK;
@@ -396,7 +437,7 @@ static jit_status_t launch(const jit__driver_t *drv, CUfunction fn, const jit__p
         return st;
     CUlaunchConfig cfg;
     memset(&cfg, 0, sizeof(cfg));
-    cfg.gridDimX = jit__wgmma_grid(plan, p->m);
+    cfg.gridDimX = jit__wgmma_grid(plan, p->m, s->max_clusters);
     cfg.gridDimY = cfg.gridDimZ = 1;
     cfg.blockDimX = (unsigned)plan->threads;
     cfg.blockDimY = cfg.blockDimZ = 1;
@@ -417,12 +458,26 @@ static jit_status_t launch(const jit__driver_t *drv, CUfunction fn, const jit__p
         return r == CUDA_SUCCESS ? JIT_OK : jit__cuda_fail(drv, r, "cuLaunchKernelEx", d);
     }
     /* The split-K workspace is shared by every launch of this kernel. */
+    CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t capture = 0;
+    CUresult r = CUDA_SUCCESS;
+    if (drv->cuStreamGetCaptureInfo)
+        r = drv->cuStreamGetCaptureInfo(a->stream, &capturing, &capture, NULL, NULL, NULL);
+    if (r != CUDA_SUCCESS)
+        return jit__cuda_fail(drv, r, "cuStreamGetCaptureInfo", d);
+    if (capturing != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        capture = 0;
     pthread_mutex_lock(&s->lock);
-    CUresult r = drv->cuStreamWaitEvent(a->stream, s->done, 0);
+    if (s->recorded && s->done_capture == capture)
+        r = drv->cuStreamWaitEvent(a->stream, s->done, 0);
     if (r == CUDA_SUCCESS)
         r = drv->cuLaunchKernelEx(&cfg, fn, args, NULL);
     if (r == CUDA_SUCCESS)
         r = drv->cuEventRecord(s->done, a->stream);
+    if (r == CUDA_SUCCESS) {
+        s->recorded = 1;
+        s->done_capture = capture;
+    }
     pthread_mutex_unlock(&s->lock);
     return r == CUDA_SUCCESS ? JIT_OK : jit__cuda_fail(drv, r, "launching the decode kernel", d);
 }

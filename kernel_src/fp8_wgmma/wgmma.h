@@ -53,9 +53,11 @@ uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages);
 uint32_t jit__wgmma_decode_smem_bytes(int bw, int tok, int stages, int ksub, int split);
 
 /* CTAs for M tokens. Tiles: the persistent grid, one CTA per work unit (a cluster's m-tiles of
- * one n-tile), at most one per SM. Decode: one CTA per unit (token tile x weight tile x
- * k-split), which measured faster than a persistent grid once a CTA would run several. */
-unsigned jit__wgmma_grid(const jit__plan_t *plan, int64_t m);
+ * one n-tile), at most one per SM and, for clusters, at most `max_clusters` clusters (what the
+ * driver says can be resident at once; 0: not known, SMs / cluster). Decode: one CTA per unit
+ * (token tile x weight tile x k-split), which measured faster than a persistent grid once a CTA
+ * would run several. */
+unsigned jit__wgmma_grid(const jit__plan_t *plan, int64_t m, int max_clusters);
 
 /* ---- the decode route (decode.c) ---- */
 
