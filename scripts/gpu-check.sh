@@ -8,10 +8,11 @@
 #
 # Steps: unpack the packages into a private root (.gpu/root, `dpkg -x`, nothing installed
 # system-wide), build into build-gpu with warnings as errors, run the whole test suite (the GPU
-# tests run here instead of skipping), a checked `jitgemm run` per shape, the benchmarks, and
-# the PyTorch anchor. Everything is logged with tee under $OUT (else ./gpu-out): gpu-check.log
-# (all output), ctest.log, run.log, bench.jsonl, torch_anchor.json and summary.txt. A failing
-# step is recorded and the next one still runs; the exit status is non-zero if any failed.
+# tests run here instead of skipping), the Python binding's GPU tests, a checked `jitgemm run`
+# per shape, the benchmarks, and the PyTorch anchor. Everything is logged with tee under $OUT
+# (else ./gpu-out): gpu-check.log (all output), ctest.log, python.log, run.log, bench.jsonl,
+# torch_anchor.json and summary.txt. A failing step is recorded and the next one still runs;
+# the exit status is non-zero if any failed.
 #
 # Environment: GPU_CHECK_BUDGET_S (default 480) bounds the whole run, each step's timeout is cut
 # to what is left; GPU_CHECK_SHAPES overrides the shape list ("op:n:k:tokens" words);
@@ -201,6 +202,10 @@ write_summary() {
         echo "benchmarks:"
         sed 's/^/  /' "$OUT/bench.jsonl" 2>/dev/null
         echo
+        echo "python binding:"
+        grep -E '^(PASS|FAIL|run_gpu:)|passed|failed|skipped' "$OUT/python.log" 2>/dev/null |
+            tail -n 3 | sed 's/^/  /'
+        echo
         echo "torch anchor and sweep: $OUT/torch_anchor.json, $OUT/sweep.json"
         echo
         [ "$FAILED" -eq 0 ] && echo "result: all steps passed" || echo "result: FAILED"
@@ -267,8 +272,25 @@ smoke_candidates() {
     return "$rc"
 }
 
+# The Python binding on PyTorch tensors (python/tests/gpu_cases.py: every epilogue at ragged M,
+# against FP64 and torch._scaled_mm, CUDA graph replay), with pytest when this host has it (then
+# gemm's argument checks run too), else through the plain runner. PyTorch brings its own CUDA
+# libraries, so LD_LIBRARY_PATH is dropped as for the anchor; the library then needs only the
+# host's libjansson.so.4.
+python_tests() {
+    local py=(env -u LD_LIBRARY_PATH JITGEMM_LIBRARY="$BUILD/libjitgemm.so"
+        JITGEMM_BUILD_DIR="$BUILD" PYTHONUNBUFFERED=1 python3)
+    if "${py[@]}" -c 'import pytest' 2>/dev/null; then
+        "${py[@]}" -m pytest -v -rs -p no:cacheprovider "$ROOT/python/tests/test_gemm_gpu.py" \
+            "$ROOT/python/tests/test_gemm_args.py"
+    else
+        echo "no pytest here: python/tests/run_gpu.py"
+        "${py[@]}" "$ROOT/python/tests/run_gpu.py"
+    fi
+}
+
 export -f extract_deb unpack_debs build run_shapes benchmarks tee_to profile_candidates \
-    sanitize_candidates smoke_candidates
+    sanitize_candidates smoke_candidates python_tests
 export ROOT OUT GPU_ROOT GPU_LIB BUILD
 export SHAPES_STR="${SHAPES[*]}"
 
@@ -303,6 +325,7 @@ main() {
     step torch_anchor 200 env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 python3 \
         "$ROOT/bench/torch_anchor.py" --lib "$BUILD/libjitgemm.so" --shapes "$ANCHOR_SHAPES" \
         --out "$OUT/torch_anchor.json"
+    step python 120 tee_to "$OUT/python.log" python_tests
     if [ -n "$SANITIZE_CANDIDATES" ]; then
         step sanitize 150 sanitize_candidates
     fi

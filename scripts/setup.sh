@@ -11,7 +11,10 @@
 #    target sm_107a, 13.4 and later can). The unpacked libraries are checked by loading them and
 #    asking NVRTC for its version and its list of supported targets. nvdisasm, for the static
 #    SASS checks, goes into .deps/cuda-<major.minor>/bin the same way.
-# 3. Configures and builds into build/.
+# 3. Installs pytest (and setuptools and wheel) for the Python binding's tests (python/tests)
+#    into .deps/py with `pip install --target`, not system-wide; they run as
+#    PYTHONPATH=.deps/py python3 -m pytest.
+# 4. Configures and builds into build/.
 #
 # Idempotent: a second run installs nothing and downloads nothing. Runs as root, or as a user
 # with sudo for the package step.
@@ -23,6 +26,9 @@ set -euo pipefail
 NVRTC_WHEEL_VERSION=13.5.37
 NVJITLINK_WHEEL_VERSION=13.5.37
 NVDISASM_WHEEL_VERSION=13.5.37
+# The Python binding's tests: pytest, and the build backend its pip-install test builds with
+# offline (setuptools, and wheel, which setuptools before 70.1 needs).
+PY_TEST_PACKAGES=(pytest==8.3.5 setuptools==75.3.0 wheel==0.45.1)
 # clang and libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes: only a recommendation
 # of clang, which --no-install-recommends skips; 14 is Debian 12's clang) build the fuzz
 # harnesses (tests/fuzz). gcc's sanitizer runtimes, for the JITGEMM_SANITIZE build, come with gcc.
@@ -31,6 +37,7 @@ APT_PACKAGES=(gcc make cmake pkg-config libjansson-dev libcriterion-dev libxxhas
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DEPS_DIR="$ROOT/.deps/cuda-${NVRTC_WHEEL_VERSION%.*}"
+PY_DEPS_DIR="$ROOT/.deps/py"
 BUILD_DIR="$ROOT/build"
 
 do_build=1
@@ -40,7 +47,7 @@ for arg in "$@"; do
     --no-build) do_build=0 ;;
     --no-nvrtc) do_nvrtc=0 ;;
     -h | --help)
-        sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+        sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
@@ -215,7 +222,30 @@ if [ "$do_nvrtc" -eq 1 ]; then
     fi
 fi
 
-# ---- 3. build ---------------------------------------------------------------------------------
+# ---- 3. pytest for the Python binding's tests --------------------------------------------------
+# Into a project-local folder (pip's --target is allowed where the distribution marks its Python
+# as externally managed), so nothing is installed system-wide.
+if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1; then
+    apt_install python3 python3-pip
+fi
+py_deps_complete() {
+    local p
+    for p in "${PY_TEST_PACKAGES[@]}"; do
+        [ -d "$PY_DEPS_DIR/${p%%==*}-${p#*==}.dist-info" ] || return 1
+    done
+}
+if py_deps_complete; then
+    say "${PY_TEST_PACKAGES[*]} already in ${PY_DEPS_DIR#"$ROOT"/}"
+else
+    say "pip install --target ${PY_DEPS_DIR#"$ROOT"/} ${PY_TEST_PACKAGES[*]}"
+    rm -rf "$PY_DEPS_DIR"
+    python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+        --root-user-action=ignore --target "$PY_DEPS_DIR" "${PY_TEST_PACKAGES[@]}" ||
+        die "could not install ${PY_TEST_PACKAGES[*]} into $PY_DEPS_DIR"
+    py_deps_complete || die "${PY_TEST_PACKAGES[*]} missing from $PY_DEPS_DIR after pip install"
+fi
+
+# ---- 4. build ---------------------------------------------------------------------------------
 if [ "$do_build" -eq 1 ]; then
     jobs="$(nproc 2>/dev/null || echo 2)"
     say "cmake -S . -B build -DJITGEMM_WERROR=ON"

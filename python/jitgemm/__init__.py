@@ -1,0 +1,42 @@
+"""jitgemm: run-time compiled FP8 GEMM kernels for NVIDIA GPUs, from Python.
+
+A thin ctypes layer over the shared library libjitgemm.so (api/jitgemm.h); no compiler is
+needed to install it. `gemm` takes PyTorch tensors; `prewarm` and `inspect` need neither a GPU
+nor PyTorch. Where the library is looked for: docs/python.md (or jitgemm._lib's docstring).
+"""
+
+from ._compile import cache_dir_of, inspect, prewarm
+from ._errors import JitError, status_name, status_names, status_string
+from ._gemm import context, gemm
+from ._lib import LibraryNotFound
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "JitError",
+    "LibraryNotFound",
+    "cache_dir_of",
+    "context",
+    "gemm",
+    "inspect",
+    "library_path",
+    "library_version",
+    "prewarm",
+    "status_name",
+    "status_names",
+    "status_string",
+]
+
+
+def library_path():
+    """Where libjitgemm was loaded from (loading it if it is not yet)."""
+    from . import _lib
+
+    return _lib.loaded_path()
+
+
+def library_version():
+    """The loaded library's jit_version(), e.g. "0.1.0"."""
+    from . import _lib
+
+    return _lib.load().jit_version().decode()
