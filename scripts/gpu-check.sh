@@ -30,10 +30,17 @@ linear:5120:5120:4096 linear_add:5120:5120:1024 linear_swiglu:27648:5120:1024"
 read -r -a SHAPES <<<"${GPU_CHECK_SHAPES:-$DEFAULT_SHAPES}"
 # The anchor: jitgemm against torch._scaled_mm in one process (bench/torch_anchor.py), at the
 # prefill, middle and decode shapes of docs/performance.md.
-DEFAULT_ANCHOR="linear:5120:17408:1 linear:5120:17408:16 linear:5120:17408:128 \
-linear:5120:17408:512 linear:5120:17408:1024 linear:5120:17408:4096 linear:5120:17408:8192 \
-linear:14336:5120:4096 linear:34816:5120:4096 linear:6144:5120:4096 linear:8192:8192:8192 \
-linear:8192:3584:1 linear:8192:3584:16 linear_add:5120:5120:1024 linear_swiglu:27648:5120:1024"
+# Issue targets: decode T = 1, 4, 16 on two shapes (memory roofline), T = 128 and 512, and
+# T = 1024, 4096, 8192 at the five seed geometries (>= 1.10x torch), plus two epilogues.
+DEFAULT_ANCHOR="linear:5120:17408:1 linear:5120:17408:4 linear:5120:17408:16 \
+linear:8192:3584:1 linear:8192:3584:4 linear:8192:3584:16 \
+linear:5120:17408:128 linear:5120:17408:512 \
+linear:5120:17408:1024 linear:5120:17408:4096 linear:5120:17408:8192 \
+linear:14336:5120:1024 linear:14336:5120:4096 linear:14336:5120:8192 \
+linear:34816:5120:1024 linear:34816:5120:4096 linear:34816:5120:8192 \
+linear:6144:5120:1024 linear:6144:5120:4096 linear:6144:5120:8192 \
+linear:8192:8192:1024 linear:8192:8192:4096 linear:8192:8192:8192 \
+linear_add:5120:5120:1024 linear_swiglu:27648:5120:1024"
 export ANCHOR_SHAPES="${GPU_CHECK_ANCHOR:-$DEFAULT_ANCHOR}"
 # The cost model's sweep (every candidate timed per cell) and the profiled candidates.
 export SWEEP_SHAPES="${GPU_CHECK_SWEEP-linear:5120:17408:128 linear:5120:17408:1024 linear:5120:17408:4096 linear:14336:5120:4096}"
@@ -322,7 +329,7 @@ main() {
     step ctest 240 tee_to "$OUT/ctest.log" ctest --test-dir "$BUILD" --output-on-failure \
         --no-tests=error -j 4 ${GPU_CHECK_TESTS:+-R "$GPU_CHECK_TESTS"}
     # PyTorch brings its own CUDA libraries; keep the packaged ones out of its way.
-    step torch_anchor 200 env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 python3 \
+    step torch_anchor "${GPU_CHECK_ANCHOR_S:-300}" env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 python3 \
         "$ROOT/bench/torch_anchor.py" --lib "$BUILD/libjitgemm.so" --shapes "$ANCHOR_SHAPES" \
         --out "$OUT/torch_anchor.json"
     step python 120 tee_to "$OUT/python.log" python_tests
