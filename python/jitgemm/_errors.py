@@ -30,8 +30,8 @@ def status_string(code):
 
 
 def status_names():
-    """Every status the library defines, as {code: name}, from JIT_OK (0) down to
-    JIT_INTERNAL."""
+    """Every status the library defines, as {code: name}, from JIT_OK (0) down to the last
+    (STATUS_MIN)."""
     return {c: status_name(c) for c in range(0, _lib.STATUS_MIN - 1, -1)}
 
 

@@ -25,7 +25,7 @@ ABI_VERSION = (0, 1)
 SONAME = "libjitgemm.so.0"
 
 # ---- enums (api/jitgemm.h) ---------------------------------------------------------------------
-STATUS_MIN = -17  # JIT_INTERNAL, the last entry of JIT_STATUS_MAP
+STATUS_MIN = -18  # JIT_NOT_IN_CACHE, the last entry of JIT_STATUS_MAP
 STATUS_CACHE_ERROR = -12
 
 DTYPE_E4M3, DTYPE_E5M2, DTYPE_E2M1, DTYPE_BF16, DTYPE_F32 = 1, 2, 3, 4, 5
@@ -77,6 +77,7 @@ class ContextOptions(ctypes.Structure):
         ("log_level", ctypes.c_int),
         ("toolkit_dir", ctypes.c_char_p),
         ("cache_max_bytes", ctypes.c_int64),
+        ("compile_mode", ctypes.c_int),
     ]
 
 
