@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "cache.h"
 #include "cli.h"
 #include "shapes.h"
@@ -25,7 +26,9 @@ const char jit__cli_prewarm_help[] =
     "Options:\n"
     "  --arch A        target architecture (sm_90a, sm_100a, sm_103a, sm_107a, sm_120a);\n"
     "                  overrides the file's target.arch (default: the current GPU)\n"
-    "  --sm-count N    SM count to plan for; overrides the file's target.sm_count\n"
+    "  --sm-count N    SM count to plan for; overrides the file's target.sm_count, which\n"
+    "                  applies only to the file's own arch (with --arch naming another, that\n"
+    "                  arch's default SM count is used)\n"
     "  --jobs J        parallel compiles (default 0: one per core)\n"
     "  --cache-dir D   cache directory (default $JITGEMM_CACHE_DIR, $XDG_CACHE_HOME/jitgemm,\n"
     "                  ~/.cache/jitgemm)\n"
@@ -228,9 +231,14 @@ int jit__cli_prewarm(int argc, char **argv) {
     }
     jit__diag_clear(&d);
 
+    /* The file's SM count belongs to the file's arch: --arch naming another one plans for that
+     * arch's own count (the GPU's if it is that arch, else the profile's default). */
+    int file_sms = list.sm_count;
+    if (arch && (!list.arch || jit__arch_find(arch) != jit__arch_find(list.arch)))
+        file_sms = 0;
     jit_context_t *ctx = NULL;
-    rc = jit__cli_context(cache_dir, arch ? arch : list.arch,
-                          sm_count ? (int)sm_count : list.sm_count, &ctx);
+    rc = jit__cli_context(cache_dir, arch ? arch : list.arch, sm_count ? (int)sm_count : file_sms,
+                          &ctx);
     if (rc) {
         jit__shapes_free(&list);
         return rc;
