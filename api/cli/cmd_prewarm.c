@@ -168,6 +168,8 @@ static size_t distinct_keys(const state_t *s, const char ***keys) {
  * for the disk, and the library carries on in memory when the disk fails it (a directory it
  * refuses or cannot write, a full disk, a cap that evicts what it just stored), so what the
  * compiles returned says nothing about what a later process will find. */
+/* How many of `keys` the cache `dir` (as given: NULL for the environment's; a list names its
+ * read-only layers too, where a kernel may be found) serves. */
 static size_t count_stored(const char *dir, const char *const *keys, size_t n) {
     jit__cache_t *c = NULL;
     size_t stored = 0;
@@ -301,7 +303,7 @@ int jit__cli_prewarm(int argc, char **argv) {
     jit__diag_clear(&d);
     const char **keys = NULL;
     size_t kernels = distinct_keys(&s, &keys);
-    size_t stored = resolved ? count_stored(dir, keys, kernels) : 0;
+    size_t stored = resolved ? count_stored(cache_dir, keys, kernels) : 0;
     free(keys);
     print_summary(json ? stderr : stdout, &s, ctx, dir, kernels, stored, wall);
     if (stored < kernels)
