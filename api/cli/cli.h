@@ -87,6 +87,9 @@ void jit__cli_progress_draw(const jit__cli_progress_t *p, FILE *f, int final);
 int jit__cli_prewarm(int argc, char **argv);
 int jit__cli_inspect(int argc, char **argv);
 int jit__cli_cache(int argc, char **argv);
+/* `cache export FILE` / `cache import FILE` (action "export" or "import"). */
+int jit__cli_cache_archive(const char *action, const char *file, const char *cache_dir,
+                           const char *arch, int shared, int json);
 int jit__cli_run(int argc, char **argv);
 
 /* Each verb's help text, for `jitgemm help VERB` and `VERB --help`. */
