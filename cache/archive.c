@@ -160,7 +160,7 @@ jit_status_t jit__cache_export(jit__cache_t *c, const char *path, const char *ar
 
 typedef struct record {
     jit__cache_entry_t entry;
-    const char *cubin, *source; /* into the archive's bytes; source NUL-terminated copy below */
+    const char *cubin, *source; /* into the archive's bytes (the source is not NUL-terminated) */
     size_t cubin_size, source_size;
 } record_t;
 
