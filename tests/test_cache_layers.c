@@ -93,6 +93,8 @@ Test(cache_layers, entries_are_found_in_a_layer_and_it_is_never_touched) {
     free(before);
     free(after);
     free(list);
+    free(layer);
+    free(mine);
 }
 
 Test(cache_layers, a_damaged_layer_entry_is_refused_and_left_in_place) {
@@ -121,6 +123,8 @@ Test(cache_layers, a_damaged_layer_entry_is_refused_and_left_in_place) {
     free(after);
     free(err);
     free(list);
+    free(layer);
+    free(mine);
 }
 
 /* What opening `list` warns about, and how many layers it kept. */
@@ -178,6 +182,8 @@ Test(cache_layers, an_untrusted_layer_is_skipped_with_a_reason) {
     cr_assert_not(tc_exists(missing), "a layer is never created");
     free(err);
     free(list);
+    free(layer);
+    free(mine);
 }
 
 static int make_readable(const char *path, const struct stat *st, int type, struct FTW *f) {
@@ -228,4 +234,6 @@ Test(cache_layers, a_root_owned_image_cache_serves_another_user) {
     free(before);
     free(after);
     free(list);
+    free(layer);
+    free(root);
 }
