@@ -4,9 +4,11 @@
  * toolchain may replace is decided by the target it can build (docs/cache.md, "Caches that
  * travel"). Criterion runs each test in a process of its own, which the process-wide toolchain
  * table needs. The second toolchain is the system toolkit ($CUDA_HOME or /usr/local/cuda); the
- * tests that need two versions skip without it.
+ * tests that need two versions skip without it, except one that simulates an older NVRTC with
+ * a toolchain record (toolchains.json) claiming NVRTC 13.2 without sm_107.
  */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "context.h"
 #include "jitgemm.h"
 #include "support.h"
+#include "test_cli_helpers.h"
 
 static char *g_dir;
 
@@ -202,4 +205,64 @@ Test(travel, an_entry_from_another_nvrtc_of_the_same_target_is_kept) {
     cr_expect(strstr(entry, want), "the entry still names its builder %s: %s", want, entry);
     jit_free(entry);
     jit_context_destroy(new_ctx);
+}
+
+/* Make every record of <cache>/toolchains.json claim NVRTC 13.2 without sm_107: what an older
+ * NVRTC reports, as a process that identifies its toolchain from the record believes it. */
+static void forge_older_record(void) {
+    char path[1200];
+    snprintf(path, sizeof(path), "%s/cache/toolchains.json", g_dir);
+    json_t *root = json_load_file(path, 0, NULL);
+    cr_assert_not_null(root, "no toolchain record at %s", path);
+    json_t *list = json_object_get(root, "toolchains");
+    size_t i;
+    json_t *rec;
+    json_array_foreach(list, i, rec) {
+        json_object_set_new(rec, "nvrtc", json_pack("[ii]", 13, 2));
+        json_t *archs = json_object_get(rec, "archs"), *kept = json_array();
+        size_t j;
+        json_t *a;
+        json_array_foreach(archs, j, a) if (json_integer_value(a) != 107)
+            json_array_append(kept, a);
+        json_object_set_new(rec, "archs", kept);
+    }
+    cr_assert_eq(json_dump_file(root, path, JSON_INDENT(1)), 0);
+    cr_assert_eq(chmod(path, 0600), 0);
+    json_decref(root);
+}
+
+/* The same as an_older_nvrtc_serves_a_native_entry_it_could_not_build, without a second
+ * toolkit: the serving process (a fresh one: this one has identified the real toolchain) takes
+ * its toolchain's identity from a record that says NVRTC 13.2 without sm_107. */
+Test(travel, a_simulated_older_nvrtc_serves_the_native_entry) {
+    /* The context first: it makes its cache the place toolchain identities are recorded. */
+    jit_context_t *build = ctx_for("sm_107a", 0, NULL);
+    const jit__toolchain_t *tc = NULL;
+    if (jit__toolchain_get(NULL, &tc, NULL) != JIT_OK || !jit__toolchain_supports(tc, 107)) {
+        jit_context_destroy(build);
+        cr_skip("needs an NVRTC with sm_107 (scripts/setup.sh)");
+    }
+    jit_problem_t p = fp8_problem(64, 256, 256);
+    seen_t s = prewarm_one(build, &p);
+    cr_assert_eq(s.result, JIT_PREWARM_COMPILED, "%s", s.error);
+    jit_context_destroy(build);
+    forge_older_record();
+
+    char cache[1100], list[1100];
+    snprintf(cache, sizeof(cache), "%s/cache", g_dir);
+    snprintf(list, sizeof(list), "%s/shapes.json", g_dir);
+    cr_assert_eq(jt_write_file(list, "{\"gemms\": [{\"name\": \"g\", \"op\": \"linear\", "
+                                     "\"n\": 256, \"k\": 256, \"tokens\": [64]}]}\n"),
+                 0);
+    /* The simulation takes: this toolchain would build the fallback. */
+    cli_result_t r = CLI(cache, NULL, "inspect", "--op", "linear", "--n", "256", "--k", "256",
+                         "--tokens", "64", "--arch", "sm_107a", "--key");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "NVRTC 13.2 cannot target sm_107a"), "%s", r.out);
+    cli_free(&r);
+    /* And still the native entry is served, not compiled. */
+    r = CLI(cache, NULL, "prewarm", list, "--arch", "sm_107a", "--json");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "\"status\":\"cached\""), "%s", r.out);
+    cli_free(&r);
 }
