@@ -101,8 +101,8 @@ static void *worker(void *arg) {
     }
 }
 
-jit_status_t jit_prewarm(jit_context_t *ctx, const jit_problem_t *problems, size_t count, int jobs,
-                         jit_progress_fn progress, void *user) {
+jit_status_t jit_prewarm(jit_context_t *ctx, const jit_problem_t *problems, size_t count,
+                         int jobs, jit_progress_fn progress, void *user) {
     jit__diag_t d;
     jit__diag_init(&d);
     if (!ctx) {
@@ -165,7 +165,8 @@ jit_status_t jit_prewarm(jit_context_t *ctx, const jit_problem_t *problems, size
             pthread_mutex_lock(&pool.lock);
             if (pool.first_failure == JIT_OK) {
                 pool.first_failure = pool.jobs[i].plan_status;
-                snprintf(pool.first_error, sizeof(pool.first_error), "%s", pool.jobs[i].plan_error);
+                snprintf(pool.first_error, sizeof(pool.first_error), "%s",
+                         pool.jobs[i].plan_error);
             }
             if (progress) {
                 jit_prewarm_event_t ev;
