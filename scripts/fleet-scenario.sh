@@ -49,14 +49,17 @@ EOF
 declare -A LIST=([sm_90a]="$WORK/sm90.json" [sm_107a]="$WORK/sm107.json")
 declare -A SERVE_SMS=([sm_90a]=114 [sm_107a]=160)
 
-# prewarm ARCH SM_COUNT LOG [env...]: run one prewarm, JSON lines to LOG.json, stderr to LOG.err.
+# prewarm ARCH SM_COUNT LOG [VAR=value...] [-- CLI options...]: run one prewarm, JSON lines to
+# LOG.json, stderr to LOG.err.
 prewarm() {
     local arch=$1 sms=$2 log=$3
     shift 3
-    local sm_opt=()
-    [[ "$sms" != default ]] && sm_opt=(--sm-count "$sms")
-    env CUDA_VISIBLE_DEVICES= JITGEMM_LOG=info "$@" \
-        "$JITGEMM" prewarm "${LIST[$arch]}" --arch "$arch" "${sm_opt[@]}" --json --jobs 2 \
+    local envs=() opts=()
+    while [[ $# -gt 0 && "$1" != -- ]]; do envs+=("$1"); shift; done
+    [[ $# -gt 0 ]] && shift && opts=("$@")
+    [[ "$sms" != default ]] && opts+=(--sm-count "$sms")
+    env CUDA_VISIBLE_DEVICES= JITGEMM_LOG=info "${envs[@]}" \
+        "$JITGEMM" prewarm "${LIST[$arch]}" --arch "$arch" "${opts[@]}" --json --jobs 2 \
         >"$log.json" 2>"$log.err"
 }
 count() { grep -c "$1" "$2" || true; }
@@ -91,13 +94,14 @@ grep -q "nothing was imported" "$WORK/damaged.err" || fail "damaged archive: $(c
 [[ -z "$(ls -A "$WORK/refused/kernels" 2>/dev/null)" ]] || fail "a damaged archive left entries"
 
 # serve NAME TOOLKIT: every kernel of both lists from the layer, no compile, nothing written.
+# The cache list comes through JITGEMM_CACHE_DIR for sm_90a and through --cache-dir for sm_107a.
 serve() {
-    local name=$1 toolkit=$2
+    local name=$1 toolkit=$2 layers="$WORK/$1-user:$WORK/image"
     mkdir -p "$WORK/$name-user"
     for arch in sm_90a sm_107a; do
-        local log="$WORK/$name-$arch"
-        prewarm "$arch" "${SERVE_SMS[$arch]}" "$log" JITGEMM_TOOLKIT_DIR="$toolkit" \
-            JITGEMM_CACHE_DIR="$WORK/$name-user:$WORK/image" ||
+        local log="$WORK/$name-$arch" how=(JITGEMM_CACHE_DIR="$layers")
+        [[ $arch == sm_107a ]] && how=(-- --cache-dir "$layers")
+        prewarm "$arch" "${SERVE_SMS[$arch]}" "$log" JITGEMM_TOOLKIT_DIR="$toolkit" "${how[@]}" ||
             { cat "$log.err" >&2; fail "$name: prewarm $arch"; }
         local n cached compiles
         n=$(wc -l <"$log.json")
