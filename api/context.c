@@ -307,24 +307,83 @@ jit_status_t jit__ctx_plan(jit_context_t *ctx, const jit_problem_t *p, jit__plan
     return jit__plan_make(&spec, jit__token_band(p->m), ctx->sm_count, ctx->arch, plan, d);
 }
 
-jit_status_t jit__ctx_key(const jit_context_t *ctx, const jit__toolchain_t *tc,
-                          const jit__plan_t *plan, jit__key_t *key, jit__diag_t *d) {
+const jit__toolchain_t *jit__ctx_toolchain(jit_context_t *ctx, char *why, size_t whysz) {
+    pthread_mutex_lock(&ctx->lock);
+    const jit__toolchain_t *have = ctx->exec_tc;
+    pthread_mutex_unlock(&ctx->lock);
+    if (have)
+        return have;
+    const jit__toolchain_t *tc = NULL;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    if (jit__toolchain_get(ctx->toolkit_dir, &tc, &d) != JIT_OK) {
+        snprintf(why, whysz, "%s", d.msg);
+        jit__diag_clear(&d);
+        return NULL;
+    }
+    jit__diag_clear(&d);
+    pthread_mutex_lock(&ctx->lock);
+    int first = !ctx->exec_tc;
+    if (first)
+        ctx->exec_tc = tc;
+    tc = ctx->exec_tc;
+    pthread_mutex_unlock(&ctx->lock);
+    if (first)
+        jit__log(ctx->log_level, JIT_LOG_INFO,
+                 "kernels launched by this context use NVRTC %d.%d (%s)", tc->id.nvrtc_major,
+                 tc->id.nvrtc_minor, tc->dir[0] ? tc->dir : "loader default path");
+    return tc;
+}
+
+const jit__key_t *jit__key_set_main(const jit__key_set_t *ks) {
+    return &ks->keys[ks->build >= 0 ? ks->build : 0];
+}
+
+jit_status_t jit__ctx_keys(const jit_context_t *ctx, const jit__toolchain_t *tc, const char *tc_why,
+                           const jit__plan_t *plan, jit__key_set_t *ks, jit__diag_t *d) {
     (void)ctx;
+    memset(ks, 0, sizeof(*ks));
+    ks->build = -1;
     const jit__arch_profile_t *a = plan->arch;
-    if (jit__toolchain_supports(tc, a->sm)) {
-        jit__key_make(plan, &tc->id, a->native_target, 0, key);
+    jit_status_t st = jit__key_make(plan, a->native_target, 0, &ks->keys[0], d);
+    if (st != JIT_OK)
+        return st;
+    ks->n = 1;
+    if (tc && jit__toolchain_supports(tc, a->sm)) {
+        ks->build = 0;
         return JIT_OK;
     }
+    const jit__arch_profile_t *fb = a->fallback_target ? jit__arch_find(a->check_target) : NULL;
+    int fb_buildable = tc && fb && jit__toolchain_supports(tc, fb->sm);
     if (a->fallback_target) {
-        const jit__arch_profile_t *fb = jit__arch_find(a->check_target);
-        if (fb && jit__toolchain_supports(tc, fb->sm)) {
-            jit__key_make(plan, &tc->id, a->fallback_target, 1, key);
-            return JIT_OK;
+        /* A plan the fallback build refuses has no fallback key; the generator says why. */
+        jit__diag_t fd;
+        jit__diag_init(&fd);
+        jit_status_t fst = jit__key_make(plan, a->fallback_target, 1, &ks->keys[1], &fd);
+        if (fst == JIT_OK) {
+            ks->n = 2;
+            if (fb_buildable)
+                ks->build = 1;
+        } else if (fb_buildable) {
+            ks->no_build_status = fst;
+            snprintf(ks->no_build_why, sizeof(ks->no_build_why), "%s", fd.msg);
         }
+        jit__diag_clear(&fd);
     }
-    return jit__fail(d, JIT_UNSUPPORTED_ARCH,
-                     "NVRTC %d.%d cannot target %s%s; run scripts/setup.sh for a newer NVRTC or "
-                     "set JITGEMM_TOOLKIT_DIR",
-                     tc->id.nvrtc_major, tc->id.nvrtc_minor, a->name,
-                     a->fallback_target ? " nor its fallback" : "");
+    if (ks->build >= 0 || ks->no_build_status != JIT_OK)
+        return JIT_OK;
+    if (!tc) {
+        ks->no_build_status = JIT_TOOLCHAIN_NOT_FOUND;
+        snprintf(ks->no_build_why, sizeof(ks->no_build_why),
+                 "kernel %s for %s is not in the cache and cannot be compiled here: %s",
+                 ks->keys[0].hash, a->name, tc_why && *tc_why ? tc_why : "no NVRTC");
+    } else {
+        ks->no_build_status = JIT_UNSUPPORTED_ARCH;
+        snprintf(ks->no_build_why, sizeof(ks->no_build_why),
+                 "NVRTC %d.%d cannot target %s%s; run scripts/setup.sh for a newer NVRTC or "
+                 "set JITGEMM_TOOLKIT_DIR",
+                 tc->id.nvrtc_major, tc->id.nvrtc_minor, a->name,
+                 a->fallback_target ? " nor its fallback" : "");
+    }
+    return JIT_OK;
 }

@@ -19,7 +19,7 @@ static char *key_text(const jit__key_t *key, const jit__plan_t *plan, const jit_
         return NULL;
     int n = snprintf(out, JIT_KEY_TEXT_MAX + 512, "hash   %s\nkey    %s\ntarget %s", key->hash,
                      key->text, key->target);
-    if (key->fallback)
+    if (key->fallback && tc)
         snprintf(out + n, (size_t)(JIT_KEY_TEXT_MAX + 512 - n),
                  " (fallback: NVRTC %d.%d cannot target %s; the source is assembled for %s as a "
                  "check and the cubin is built for the family target %s)\n",
@@ -47,6 +47,11 @@ static char *ptx_of(jit_context_t *ctx, const jit__toolchain_t *tc, const jit__p
                   "the PTX of kernel %s is not in the cache %s and compiling is off "
                   "(JITGEMM_COMPILE=never or compile_mode JIT_COMPILE_NEVER)",
                   got->entry.hash, jit__cache_dir(ctx->cache));
+        return NULL;
+    }
+    if (!tc) {
+        jit__fail(d, JIT_TOOLCHAIN_NOT_FOUND,
+                  "the PTX of kernel %s needs NVRTC, and none was found", key->hash);
         return NULL;
     }
     char *source = NULL;
@@ -87,11 +92,12 @@ jit_status_t jit_inspect(jit_context_t *ctx, const jit_problem_t *problem, jit_i
         }
         return JIT_OK;
     }
-    const jit__toolchain_t *tc;
-    jit__key_t key;
-    if (jit__toolchain_get(ctx->toolkit_dir, &tc, &d) != JIT_OK ||
-        jit__ctx_key(ctx, tc, &plan, &key, &d) != JIT_OK)
+    char tc_why[JIT__MSG_MAX] = "";
+    const jit__toolchain_t *tc = jit__ctx_toolchain(ctx, tc_why, sizeof(tc_why));
+    jit__key_set_t ks;
+    if (jit__ctx_keys(ctx, tc, tc_why, &plan, &ks, &d) != JIT_OK)
         return jit__ctx_error(ctx, &d);
+    const jit__key_t key = *jit__key_set_main(&ks);
     if (what == JIT_INSPECT_KEY) {
         *out = key_text(&key, &plan, tc);
     } else if (what == JIT_INSPECT_SOURCE) {
@@ -101,7 +107,7 @@ jit_status_t jit_inspect(jit_context_t *ctx, const jit_problem_t *problem, jit_i
             return jit__ctx_error(ctx, &d);
     } else {
         jit__obtained_t got;
-        if (jit__ctx_obtain(ctx, tc, &plan, &key, &got, &d) != JIT_OK)
+        if (jit__ctx_obtain(ctx, tc, &plan, &ks, 0, &got, &d) != JIT_OK)
             return jit__ctx_error(ctx, &d);
         if (what == JIT_INSPECT_PTX) {
             *out = ptx_of(ctx, tc, &plan, &key, &got, &d);
@@ -129,13 +135,15 @@ jit_status_t jit_inspect_cubin(jit_context_t *ctx, const jit_problem_t *problem,
     *cubin = NULL;
     *size = 0;
     jit__plan_t plan;
-    const jit__toolchain_t *tc;
-    jit__key_t key;
+    jit__key_set_t ks;
     jit__obtained_t got;
-    if (jit__ctx_plan(ctx, problem, &plan, &d) != JIT_OK ||
-        jit__toolchain_get(ctx->toolkit_dir, &tc, &d) != JIT_OK ||
-        jit__ctx_key(ctx, tc, &plan, &key, &d) != JIT_OK ||
-        jit__ctx_obtain(ctx, tc, &plan, &key, &got, &d) != JIT_OK)
+    char tc_why[JIT__MSG_MAX] = "";
+    if (jit__ctx_plan(ctx, problem, &plan, &d) != JIT_OK)
+        return jit__ctx_error(ctx, &d);
+    /* A cached cubin needs no NVRTC: only a miss does (the key set says why none is there). */
+    const jit__toolchain_t *tc = jit__ctx_toolchain(ctx, tc_why, sizeof(tc_why));
+    if (jit__ctx_keys(ctx, tc, tc_why, &plan, &ks, &d) != JIT_OK ||
+        jit__ctx_obtain(ctx, tc, &plan, &ks, 0, &got, &d) != JIT_OK)
         return jit__ctx_error(ctx, &d);
     /* The context owns its copy and may hand it to other threads: the caller gets its own. */
     *cubin = malloc(got.size ? got.size : 1);

@@ -125,48 +125,25 @@ static int load_error_may_be_toolchain(CUresult r) {
            r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_PTX;
 }
 
-static jit_status_t context_toolchain(jit_context_t *ctx, const jit__toolchain_t **tc,
-                                      jit__diag_t *d) {
-    pthread_mutex_lock(&ctx->lock);
-    const jit__toolchain_t *have = ctx->exec_tc;
-    pthread_mutex_unlock(&ctx->lock);
-    if (have) {
-        *tc = have;
-        return JIT_OK;
-    }
-    jit_status_t st = jit__toolchain_get(ctx->toolkit_dir, tc, d);
-    if (st == JIT_OK) {
-        pthread_mutex_lock(&ctx->lock);
-        int first = !ctx->exec_tc;
-        if (first)
-            ctx->exec_tc = *tc;
-        *tc = ctx->exec_tc;
-        pthread_mutex_unlock(&ctx->lock);
-        if (first)
-            jit__log(ctx->log_level, JIT_LOG_INFO,
-                     "kernels launched by this context use NVRTC %d.%d (%s)",
-                     (*tc)->id.nvrtc_major, (*tc)->id.nvrtc_minor,
-                     (*tc)->dir[0] ? (*tc)->dir : "loader default path");
-    }
-    return st;
-}
-
-/* Obtain the cubin of `plan` with toolchain `tc` and load it into the current CUDA context. */
+/* Obtain the cubin of `plan` (from the cache, else built with toolchain `tc`, which may be
+ * NULL when none is found: `tc_why` says why) and load it into the current CUDA context. */
 static jit_status_t load_with(jit_context_t *ctx, const jit__driver_t *drv,
-                              const jit__toolchain_t *tc, const jit__plan_t *plan, jit__kernel_t *k,
-                              CUresult *load_result, jit__diag_t *d) {
-    jit__key_t key;
-    jit_status_t st = jit__ctx_key(ctx, tc, plan, &key, d);
+                              const jit__toolchain_t *tc, const char *tc_why,
+                              const jit__plan_t *plan, int newest_nvrtc, jit__kernel_t *k,
+                              CUresult *load_result, jit__cache_entry_t *entry, jit__diag_t *d) {
+    jit__key_set_t ks;
+    jit_status_t st = jit__ctx_keys(ctx, tc, tc_why, plan, &ks, d);
     if (st != JIT_OK)
         return st;
     jit__obtained_t got;
-    st = jit__ctx_obtain(ctx, tc, plan, &key, &got, d);
+    st = jit__ctx_obtain(ctx, tc, plan, &ks, newest_nvrtc, &got, d);
     if (st != JIT_OK)
         return st;
+    *entry = got.entry;
     *load_result = drv->cuModuleLoadData(&k->module, got.cubin);
     if (*load_result != CUDA_SUCCESS)
         return jit__cuda_fail(drv, *load_result, "loading the cubin", d);
-    snprintf(k->hash, sizeof(k->hash), "%s", key.hash);
+    snprintf(k->hash, sizeof(k->hash), "%s", got.entry.hash);
     return JIT_OK;
 }
 
@@ -189,26 +166,29 @@ jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUconte
     st = jit__ctx_plan(ctx, p, &k->plan, d);
     if (st == JIT_OK)
         st = jit__check_launch_opt_in(&k->plan, d);
-    const jit__toolchain_t *tc = NULL;
-    if (st == JIT_OK)
-        st = context_toolchain(ctx, &tc, d);
+    char tc_why[JIT__MSG_MAX] = "";
+    const jit__toolchain_t *tc =
+        st == JIT_OK ? jit__ctx_toolchain(ctx, tc_why, sizeof(tc_why)) : NULL;
     CUresult lr = CUDA_SUCCESS;
+    jit__cache_entry_t used;
+    memset(&used, 0, sizeof(used));
     if (st == JIT_OK)
-        st = load_with(ctx, drv, tc, &k->plan, k, &lr, d);
+        st = load_with(ctx, drv, tc, tc_why, &k->plan, 0, k, &lr, &used, d);
     if (st != JIT_OK && load_error_may_be_toolchain(lr)) {
-        /* A cubin from an NVRTC newer than the driver may not load; retry once with the
-         * newest toolchain the driver is as new as, and keep using it for launches. */
-        const jit__toolchain_t *older =
-            jit__toolchain_newest_up_to(drv->version / 1000, (drv->version % 1000) / 10);
-        if (older && older != tc) {
+        /* A cubin from an NVRTC newer than the driver may not load (the cache may hold one
+         * built elsewhere); rebuild it once with the newest toolchain the driver is as new as,
+         * refusing entries from newer ones, and keep using that toolchain for launches. */
+        int drv_major = drv->version / 1000, drv_minor = (drv->version % 1000) / 10;
+        const jit__toolchain_t *older = jit__toolchain_newest_up_to(drv_major, drv_minor);
+        int older_v = older ? older->id.nvrtc_major * 100 + older->id.nvrtc_minor : 0;
+        if (older && used.toolchain.nvrtc_major * 100 + used.toolchain.nvrtc_minor > older_v) {
             jit__log(ctx->log_level, JIT_LOG_WARN,
                      "a cubin from NVRTC %d.%d did not load on driver %d.%d (%s); using NVRTC "
                      "%d.%d for kernels that run here",
-                     tc->id.nvrtc_major, tc->id.nvrtc_minor, drv->version / 1000,
-                     (drv->version % 1000) / 10, d->msg, older->id.nvrtc_major,
-                     older->id.nvrtc_minor);
+                     used.toolchain.nvrtc_major, used.toolchain.nvrtc_minor, drv_major, drv_minor,
+                     d->msg, older->id.nvrtc_major, older->id.nvrtc_minor);
             jit__diag_clear(d);
-            st = load_with(ctx, drv, older, &k->plan, k, &lr, d);
+            st = load_with(ctx, drv, older, "", &k->plan, older_v, k, &lr, &used, d);
             if (st == JIT_OK) {
                 pthread_mutex_lock(&ctx->lock);
                 ctx->exec_tc = older;

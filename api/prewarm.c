@@ -12,7 +12,8 @@
 
 typedef struct job {
     jit__plan_t plan;
-    jit__key_t key;
+    jit__key_set_t keys;
+    char hash[JIT_KEY_HASH_LEN + 1]; /* the key that served it, else the set's main key */
     jit_status_t plan_status;
     char plan_error[JIT__MSG_MAX];
     int first_of_key; /* index of the first problem with the same key, or -1 if this is it */
@@ -20,7 +21,8 @@ typedef struct job {
 
 typedef struct pool {
     jit_context_t *ctx;
-    const jit__toolchain_t *tc;
+    const jit__toolchain_t *tc; /* NULL: none found; only cache hits are possible */
+    char tc_why[JIT__MSG_MAX];
     const jit_problem_t *problems;
     job_t *jobs;
     size_t count;
@@ -60,7 +62,7 @@ static void report(pool_t *pool, size_t i, jit_prewarm_result_t result, jit_stat
         ev.result = (j == i || result == JIT_PREWARM_FAILED) ? result : JIT_PREWARM_CACHED;
         ev.status = st;
         ev.seconds = j == i ? seconds : 0.0;
-        ev.key_hash = job->key.hash;
+        ev.key_hash = job->hash;
         ev.error = error ? error : "";
         pool->progress(&ev, pool->user);
     }
@@ -83,9 +85,13 @@ static void *worker(void *arg) {
         jit__diag_init(&d);
         jit__obtained_t got;
         double t0 = now_seconds();
-        jit_status_t st = jit__ctx_obtain(pool->ctx, pool->tc, &job->plan, &job->key, &got, &d);
+        jit_status_t st = jit__ctx_obtain(pool->ctx, pool->tc, &job->plan, &job->keys, 0, &got, &d);
         double dt = now_seconds() - t0;
         pthread_mutex_lock(&pool->lock);
+        if (st == JIT_OK) /* what a duplicate of this job reports too */
+            for (size_t j = i; j < pool->count; j++)
+                if (j == i || (size_t)pool->jobs[j].first_of_key == i)
+                    snprintf(pool->jobs[j].hash, sizeof(pool->jobs[j].hash), "%s", got.entry.hash);
         if (st == JIT_OK)
             report(pool, i, got.compiled ? JIT_PREWARM_COMPILED : JIT_PREWARM_CACHED, st, dt, "");
         else
@@ -119,14 +125,18 @@ jit_status_t jit_prewarm(jit_context_t *ctx, const jit_problem_t *problems, size
     pool.progress = progress;
     pool.user = user;
     pthread_mutex_init(&pool.lock, NULL);
-    if (jit__toolchain_get(ctx->toolkit_dir, &pool.tc, &d) != JIT_OK) {
-        pthread_mutex_destroy(&pool.lock);
-        return jit__ctx_error(ctx, &d);
-    }
-    /* The toolchain is part of every key, so it decides what a prewarm finds and makes. */
-    jit__log(ctx->log_level, JIT_LOG_INFO, "prewarm: %zu problems, keys for NVRTC %d.%d (%s)",
-             count, pool.tc->id.nvrtc_major, pool.tc->id.nvrtc_minor,
-             pool.tc->dir[0] ? pool.tc->dir : "loader default path");
+    /* Without a toolchain a prewarm still checks that every kernel is in the cache. */
+    pool.tc = jit__ctx_toolchain(ctx, pool.tc_why, sizeof(pool.tc_why));
+    if (pool.tc)
+        jit__log(ctx->log_level, JIT_LOG_INFO, "prewarm: %zu problems, NVRTC %d.%d (%s)%s", count,
+                 pool.tc->id.nvrtc_major, pool.tc->id.nvrtc_minor,
+                 pool.tc->dir[0] ? pool.tc->dir : "loader default path",
+                 ctx->compile_mode == JIT_COMPILE_NEVER
+                     ? "; misses are not built (compile mode never)"
+                     : " builds the misses");
+    else
+        jit__log(ctx->log_level, JIT_LOG_INFO,
+                 "prewarm: %zu problems, no NVRTC (%s): cached kernels only", count, pool.tc_why);
     pool.jobs = calloc(count ? count : 1, sizeof(job_t));
     if (!pool.jobs) {
         pthread_mutex_destroy(&pool.lock);
@@ -142,7 +152,10 @@ jit_status_t jit_prewarm(jit_context_t *ctx, const jit_problem_t *problems, size
         job->first_of_key = -1;
         job->plan_status = jit__ctx_plan(ctx, &problems[i], &job->plan, &pd);
         if (job->plan_status == JIT_OK)
-            job->plan_status = jit__ctx_key(ctx, pool.tc, &job->plan, &job->key, &pd);
+            job->plan_status =
+                jit__ctx_keys(ctx, pool.tc, pool.tc_why, &job->plan, &job->keys, &pd);
+        if (job->plan_status == JIT_OK)
+            snprintf(job->hash, sizeof(job->hash), "%s", jit__key_set_main(&job->keys)->hash);
         if (job->plan_status != JIT_OK) {
             snprintf(job->plan_error, sizeof(job->plan_error), "%s", pd.msg);
             jit__diag_clear(&pd);
@@ -150,7 +163,7 @@ jit_status_t jit_prewarm(jit_context_t *ctx, const jit_problem_t *problems, size
         }
         for (size_t j = 0; j < i; j++) {
             if (pool.jobs[j].plan_status == JIT_OK && pool.jobs[j].first_of_key < 0 &&
-                strcmp(pool.jobs[j].key.hash, job->key.hash) == 0) {
+                strcmp(pool.jobs[j].keys.keys[0].hash, job->keys.keys[0].hash) == 0) {
                 job->first_of_key = (int)j;
                 break;
             }

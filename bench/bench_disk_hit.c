@@ -113,7 +113,8 @@ static int child_main(const char *dir, int which) {
         printf("error context: %s\n", jit_last_error(NULL));
         return 1;
     }
-    /* The first thing the lookup needs is the toolchain's identity (it is part of the key);
+    /* The first thing the lookup needs is the toolchain's identity (it decides which keys are
+     * looked up: docs/cache.md, "Caches that travel");
      * asking for it first, with the context's own choice, splits that cost out of the total
      * without changing the path: the lookup then finds it already identified. */
     const jit__toolchain_t *tc = NULL;

@@ -154,14 +154,14 @@ int main(int argc, char **argv) {
             double t0 = bench_now();
             for (long i = 0; i < key_iters; i++) {
                 jit__plan_t plan;
-                jit__key_t key;
+                jit__key_set_t keys;
                 if (jit__ctx_plan(ctx, &probs[i & (N_PROBLEMS - 1)], &plan, &d) != JIT_OK ||
-                    jit__ctx_key(ctx, tc, &plan, &key, &d) != JIT_OK) {
-                    fprintf(stderr, "bench_hot_path: plan/key: %s (not timed)\n", d.msg);
+                    jit__ctx_keys(ctx, tc, "", &plan, &keys, &d) != JIT_OK) {
+                    fprintf(stderr, "bench_hot_path: plan/keys: %s (not timed)\n", d.msg);
                     have_key = 0;
                     break;
                 }
-                sink ^= (uintptr_t)key.hash[0];
+                sink ^= (uintptr_t)keys.keys[0].hash[0];
             }
             key_ns[s] = (bench_now() - t0) * 1e9 / (double)key_iters;
         }

@@ -99,9 +99,11 @@ static void run_job(job_t *j) {
     }
     const char *target = j->fallback ? j->arch->fallback_target : j->arch->native_target;
     jit__key_t key;
-    jit__key_make(&j->plan, &j->tc->id, target, j->fallback, &key);
     char *src = NULL;
-    j->gen_status = jit__generate(&j->plan, &key, &src, &d);
+    /* The key runs the generator too: a build the generator refuses fails there. */
+    j->gen_status = jit__key_make(&j->plan, target, j->fallback, &key, &d);
+    if (j->gen_status == JIT_OK)
+        j->gen_status = jit__generate(&j->plan, &key, &src, &d);
     if (j->gen_status != JIT_OK) {
         if (j->gen_status == JIT_TOOLCHAIN_NOT_FOUND && strstr(d.msg, "exclusive"))
             snprintf(j->error, sizeof(j->error),

@@ -1,6 +1,10 @@
 /*
  * Opening the cache: where it lives, whether this user may trust it, whether it can be written.
  *
+ * The directory may be a colon-separated list: the first is this user's writable cache, the rest
+ * read-only layers searched after it (an image's cache, a site-wide one). Layers are opened but
+ * never created, written, locked, compacted or evicted.
+ *
  * Opening never fails because of the directory. A cache is an optimisation, so a directory that
  * cannot be created, that another user owns or can write, or that is read-only leaves a working
  * cache object that simply keeps nothing on disk, and says so once. Permission is judged from
@@ -24,15 +28,37 @@ static const char *nonempty_env(const char *name) {
     return (v && *v) ? v : NULL;
 }
 
+/* The list the user gave: `dir`, else $JITGEMM_CACHE_DIR; NULL if neither. */
+static const char *given_list(const char *dir) {
+    return (dir && *dir) ? dir : nonempty_env("JITGEMM_CACHE_DIR");
+}
+
+/* Copy `path` (len bytes) into out without trailing slashes: "/a/b/" and "/a/b" are the same
+ * cache; keep one spelling for messages. */
+static jit_status_t set_path(const char *path, size_t len, const char *suffix, char *out,
+                             size_t outsz, jit__diag_t *d) {
+    int n = snprintf(out, outsz, "%.*s%s", (int)len, path, suffix);
+    if (n < 0 || (size_t)n >= outsz) {
+        out[0] = '\0';
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "cache directory path too long: %.*s%s", (int)len,
+                         path, suffix);
+    }
+    while (n > 1 && out[n - 1] == '/')
+        out[--n] = '\0';
+    return JIT_OK;
+}
+
 jit_status_t jit__cache_resolve_dir(const char *dir, char *out, size_t outsz, jit__diag_t *d) {
     if (!out || outsz == 0)
         return jit__fail(d, JIT_INVALID_ARGUMENT, "cache directory: no output buffer");
     out[0] = '\0';
+    const char *list = given_list(dir);
+    /* The first directory of a colon-separated list is the writable one; an empty first
+     * element (":/opt/image-cache") means the default location. */
+    if (list && *list != ':')
+        return set_path(list, strcspn(list, ":"), "", out, outsz, d);
     const char *base = NULL, *suffix = "";
-    if (dir && *dir) {
-        base = dir;
-    } else if ((base = nonempty_env("JITGEMM_CACHE_DIR"))) {
-    } else if ((base = nonempty_env("XDG_CACHE_HOME")) && base[0] == '/') {
+    if ((base = nonempty_env("XDG_CACHE_HOME")) && base[0] == '/') {
         /* The XDG spec says a relative XDG_CACHE_HOME is invalid and must be ignored. */
         suffix = "/jitgemm";
     } else {
@@ -47,16 +73,7 @@ jit_status_t jit__cache_resolve_dir(const char *dir, char *out, size_t outsz, ji
                              "XDG_CACHE_HOME nor HOME is set");
         suffix = "/.cache/jitgemm";
     }
-    int n = snprintf(out, outsz, "%s%s", base, suffix);
-    if (n < 0 || (size_t)n >= outsz) {
-        out[0] = '\0';
-        return jit__fail(d, JIT_INVALID_ARGUMENT, "cache directory path too long: %s%s", base,
-                         suffix);
-    }
-    /* "/a/b/" and "/a/b" are the same cache; keep one spelling for messages. */
-    while (n > 1 && out[n - 1] == '/')
-        out[--n] = '\0';
-    return JIT_OK;
+    return set_path(base, strlen(base), suffix, out, outsz, d);
 }
 
 /* A decimal byte count with an optional binary suffix: 1048576, 512M, 4G. */
@@ -193,9 +210,39 @@ static const char *vet_subdir(jit__cache_t *c, const char *sub, char *why, size_
     const char *bad = jit__cache_distrust(&st, 1, why, whysz);
     if (bad)
         return bad;
-    if (!(st.st_mode & S_IWUSR))
+    if (st.st_uid != geteuid() || !(st.st_mode & S_IWUSR))
         *readonly = 1;
     return NULL;
+}
+
+/* A read-only layer: never created, never written; trusted when the directory and its
+ * kernels/ are owned by root or this user and not writable by group or others. An untrusted or
+ * unusable layer is skipped with one warning that names it and says why. */
+static void open_layer(jit__cache_t *c) {
+    char why[JIT__CACHE_WHY_MAX + 32], detail[JIT__CACHE_WHY_MAX];
+    int bad = 1;
+    struct stat st;
+    c->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (c->dirfd < 0)
+        snprintf(why, sizeof(why), "it cannot be opened: %s", strerror(errno));
+    else if (fstat(c->dirfd, &st) != 0)
+        snprintf(why, sizeof(why), "fstat: %s", strerror(errno));
+    else if (jit__cache_distrust(&st, 1, detail, sizeof(detail)))
+        snprintf(why, sizeof(why), "%s", detail);
+    else if (fstatat(c->dirfd, "kernels", &st, AT_SYMLINK_NOFOLLOW) != 0)
+        snprintf(why, sizeof(why), "it has no kernels/ directory");
+    else if (jit__cache_distrust(&st, 1, detail, sizeof(detail)))
+        snprintf(why, sizeof(why), "kernels/ is %s", detail);
+    else
+        bad = 0;
+    if (bad) {
+        warn_once(c, "kernel cache layer %s is skipped (%s)", c->dir, why);
+        if (c->dirfd >= 0)
+            close(c->dirfd);
+        c->dirfd = -1;
+        return;
+    }
+    c->readable = 1;
 }
 
 static void open_directory(jit__cache_t *c) {
@@ -223,8 +270,9 @@ static void open_directory(jit__cache_t *c) {
         return;
     }
     struct statvfs vfs;
-    int readonly =
-        !(st.st_mode & S_IWUSR) || (fstatvfs(c->dirfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY));
+    /* A directory root owns is trusted (jit__cache_distrust) but not ours to write. */
+    int readonly = st.st_uid != geteuid() || !(st.st_mode & S_IWUSR) ||
+                   (fstatvfs(c->dirfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY));
     atomic_store(&c->writable, !readonly);
     static const char *const subs[] = {"kernels", "locks", "tmp"};
     for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
@@ -245,6 +293,42 @@ static void open_directory(jit__cache_t *c) {
                   "kept in memory only",
                   c->dir);
     }
+}
+
+/* Add the read-only layer `name` (len bytes) to c, searched after every layer added before. A
+ * layer that cannot be used is reported and left out. */
+static void open_one_layer(jit__cache_t *c, const char *name, size_t len) {
+    jit__cache_t **grown = realloc(c->layers, (c->n_layers + 1) * sizeof(*grown));
+    jit__cache_t *l = calloc(1, sizeof(*l));
+    if (grown)
+        c->layers = grown;
+    if (!grown || !l) {
+        free(l);
+        jit__log(c->log_level, JIT_LOG_WARN, "kernel cache layer %.*s is skipped: out of memory",
+                 (int)len, name);
+        return;
+    }
+    l->dirfd = -1;
+    l->max_bytes = c->max_bytes;
+    l->log_level = c->log_level;
+    l->layer = 1;
+    atomic_init(&l->writable, 0);
+    atomic_init(&l->warned, 0);
+    atomic_init(&l->warned_cap, 1);
+    atomic_init(&l->tmp_seq, 0);
+    pthread_mutex_init(&l->mu, NULL);
+    jit__diag_t d;
+    jit__diag_init(&d);
+    if (set_path(name, len, "", l->dir, sizeof(l->dir), &d) == JIT_OK)
+        open_layer(l);
+    else
+        jit__log(c->log_level, JIT_LOG_WARN, "kernel cache layer is skipped: %s", d.msg);
+    jit__diag_clear(&d);
+    if (!l->readable) {
+        jit__cache_close(l);
+        return;
+    }
+    c->layers[c->n_layers++] = l;
 }
 
 jit_status_t jit__cache_open(const char *dir, int64_t max_bytes, jit_log_level_t log_level,
@@ -280,6 +364,16 @@ jit_status_t jit__cache_open(const char *dir, int64_t max_bytes, jit_log_level_t
     else
         warn_once(c, "%s; kernels are kept in memory only", local.msg);
     jit__diag_clear(&local);
+    const char *list = given_list(dir);
+    const char *rest = list ? strchr(list, ':') : NULL;
+    while (rest) {
+        const char *name = rest + 1;
+        size_t len = strcspn(name, ":");
+        rest = name[len] ? name + len : NULL;
+        if (len == 0)
+            continue;
+        open_one_layer(c, name, len);
+    }
     *out = c;
     return JIT_OK;
 }
@@ -289,9 +383,20 @@ void jit__cache_close(jit__cache_t *c) {
         return;
     if (c->dirfd >= 0)
         close(c->dirfd);
+    for (size_t i = 0; i < c->n_layers; i++)
+        jit__cache_close(c->layers[i]);
+    free(c->layers);
     pthread_mutex_destroy(&c->mu);
     free(c->reported);
     free(c);
+}
+
+size_t jit__cache_layer_count(const jit__cache_t *c) {
+    return c ? c->n_layers : 0;
+}
+
+const char *jit__cache_layer_dir(const jit__cache_t *c, size_t i) {
+    return c && i < c->n_layers ? c->layers[i]->dir : "";
 }
 
 jit__cache_t *jit__cache_share(const jit__cache_t *c) {

@@ -15,8 +15,8 @@
  *
  * Every write goes to tmp/ and is renamed into place after fsync, so readers never see a
  * partial file; the one exception, a journal append, is a single write() whose unfinished
- * last line readers ignore. A cubin is loaded only if its checksum (XXH3-128) matches its sidecar and its
- * owner is the current user; a damaged one is reported once, removed and recompiled. A
+ * last line readers ignore. A cubin is loaded only if its checksum (XXH3-128) matches its sidecar
+ * and its owner is the current user; a damaged one is reported once, removed and recompiled. A
  * read-only or foreign-owned directory degrades to memory-only operation with one warning.
  */
 #ifndef JIT_CACHE_H
@@ -52,8 +52,10 @@ typedef struct jit__cache_entry {
     int64_t created, last_used;          /* Unix seconds */
 } jit__cache_entry_t;
 
-/* The directory a context uses: `dir` if not NULL, else $JITGEMM_CACHE_DIR, else
- * $XDG_CACHE_HOME/jitgemm, else $HOME/.cache/jitgemm. Writes into out (size outsz). */
+/* The writable directory a context uses: the first directory of `dir` if not NULL or empty,
+ * else of $JITGEMM_CACHE_DIR (both may be colon-separated lists: the rest are read-only layers),
+ * else $XDG_CACHE_HOME/jitgemm, else $HOME/.cache/jitgemm (also when the list's first element
+ * is empty). Writes into out (size outsz). */
 jit_status_t jit__cache_resolve_dir(const char *dir, char *out, size_t outsz, jit__diag_t *d);
 
 /* Open (creating with mode 0700 if missing) the cache at `dir` (resolved as above).
@@ -63,6 +65,10 @@ jit_status_t jit__cache_resolve_dir(const char *dir, char *out, size_t outsz, ji
 jit_status_t jit__cache_open(const char *dir, int64_t max_bytes, jit_log_level_t log_level,
                              jit__cache_t **out, jit__diag_t *d);
 void jit__cache_close(jit__cache_t *c);
+/* The read-only layers `dir` listed after the first directory (colon-separated), those that
+ * were trusted and opened: get and read_file search them, in order, after this cache. */
+size_t jit__cache_layer_count(const jit__cache_t *c);
+const char *jit__cache_layer_dir(const jit__cache_t *c, size_t i);
 const char *jit__cache_dir(const jit__cache_t *c);
 int64_t jit__cache_max_bytes(const jit__cache_t *c); /* the size cap eviction keeps to */
 int jit__cache_writable(const jit__cache_t *c);

@@ -35,11 +35,14 @@ struct jit__cache {
     int64_t max_bytes;
     jit_log_level_t log_level;
     int readable;
-    atomic_int writable;   /* drops to 0 (never back) when a write is refused */
-    atomic_int warned;     /* the one read-only / memory-only warning has been printed */
-    atomic_int warned_cap; /* the one "cap below one entry" warning has been printed */
-    atomic_uint tmp_seq;   /* makes temporary names unique within the process */
-    pthread_mutex_t mu;    /* guards `reported` */
+    atomic_int writable;        /* drops to 0 (never back) when a write is refused */
+    atomic_int warned;          /* the one read-only / memory-only warning has been printed */
+    atomic_int warned_cap;      /* the one "cap below one entry" warning has been printed */
+    atomic_uint tmp_seq;        /* makes temporary names unique within the process */
+    int layer;                  /* a read-only layer of another cache: never written */
+    struct jit__cache **layers; /* read-only layers, searched in order after this cache */
+    size_t n_layers;
+    pthread_mutex_t mu; /* guards `reported` */
     char (*reported)[JIT_KEY_HASH_LEN + 1];
     size_t n_reported, cap_reported;
 };
@@ -70,7 +73,9 @@ int jit__cache_valid_hash(const char *s); /* 32 lowercase hex digits */
 /* "kernels/<hash><ext>" into out (JIT__CACHE_NAME_MAX). */
 void jit__cache_entry_name(char *out, const char *hash, const char *ext);
 /* NULL if `st` describes a file the current user may trust (regular or directory as asked,
- * owned by the euid, not writable by group or others); else a reason written to `why`. */
+ * owned by the euid or by root, not writable by group or others); else a reason written to
+ * `why`. Root can replace any file anyway, so its files add no risk; they let an image's cache,
+ * made by root with mode 0755, serve every user. */
 const char *jit__cache_distrust(const struct stat *st, int want_dir, char *why, size_t whysz);
 
 typedef enum jit__slurp {

@@ -42,8 +42,8 @@ int64_t jit__cache_mtime(const struct stat *st) {
 const char *jit__cache_distrust(const struct stat *st, int want_dir, char *why, size_t whysz) {
     if (want_dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
         snprintf(why, whysz, "not a %s", want_dir ? "directory" : "regular file");
-    else if (st->st_uid != geteuid())
-        snprintf(why, whysz, "owned by uid %u, not by uid %u", (unsigned)st->st_uid,
+    else if (st->st_uid != geteuid() && st->st_uid != 0)
+        snprintf(why, whysz, "owned by uid %u, neither by uid %u nor by root", (unsigned)st->st_uid,
                  (unsigned)geteuid());
     else if (st->st_mode & (S_IWGRP | S_IWOTH))
         snprintf(why, whysz, "writable by %s (mode %04o)",

@@ -18,8 +18,21 @@
 #include <time.h>
 #include <unistd.h>
 
+static jit_status_t get_here(jit__cache_t *c, const char *hash, jit__cache_entry_t *entry,
+                             void **cubin, size_t *cubin_size, int *found, jit__diag_t *d);
+
 jit_status_t jit__cache_get(jit__cache_t *c, const char *hash, jit__cache_entry_t *entry,
                             void **cubin, size_t *cubin_size, int *found, jit__diag_t *d) {
+    jit_status_t st = get_here(c, hash, entry, cubin, cubin_size, found, d);
+    /* Then the read-only layers, in order. Each checks its entries as this cache does and, not
+     * being writable, never removes or touches them. */
+    for (size_t i = 0; st == JIT_OK && !*found && i < c->n_layers; i++)
+        st = get_here(c->layers[i], hash, entry, cubin, cubin_size, found, d);
+    return st;
+}
+
+static jit_status_t get_here(jit__cache_t *c, const char *hash, jit__cache_entry_t *entry,
+                             void **cubin, size_t *cubin_size, int *found, jit__diag_t *d) {
     if (!c || !entry || !cubin || !cubin_size || !found)
         return jit__fail(d, JIT_INVALID_ARGUMENT, "jit__cache_get: NULL argument");
     *found = 0;
@@ -239,8 +252,26 @@ jit_status_t jit__cache_put(jit__cache_t *c, const jit__cache_entry_t *entry, co
 
 /* ---- inspection -------------------------------------------------------------------------- */
 
+static jit_status_t read_here(jit__cache_t *c, const char *hash, const char *ext, char **out,
+                              jit__diag_t *d);
+
 jit_status_t jit__cache_read_file(jit__cache_t *c, const char *hash, const char *ext, char **out,
                                   jit__diag_t *d) {
+    jit__diag_t here;
+    jit__diag_init(&here);
+    jit_status_t st = read_here(c, hash, ext, out, &here);
+    /* A file this cache lacks may be in a layer; the first cache's reason is the one told. */
+    for (size_t i = 0; st != JIT_OK && c && i < c->n_layers; i++)
+        if (read_here(c->layers[i], hash, ext, out, NULL) == JIT_OK)
+            st = JIT_OK;
+    if (st != JIT_OK)
+        jit__fail(d, st, "%s", here.msg);
+    jit__diag_clear(&here);
+    return st;
+}
+
+static jit_status_t read_here(jit__cache_t *c, const char *hash, const char *ext, char **out,
+                              jit__diag_t *d) {
     if (!c || !ext || !out)
         return jit__fail(d, JIT_INVALID_ARGUMENT, "jit__cache_read_file: NULL argument");
     *out = NULL;

@@ -21,7 +21,7 @@
 /* The version of the key's format: bumped when the key text gains, loses or re-orders a field.
  * Changes to device code need no bump: the hash of every embedded device file is in each key
  * (kernel_src/device_files.h). Entries of another version are removed by `cache gc`. */
-#define JIT_KEY_FORMAT_VERSION 3
+#define JIT_KEY_FORMAT_VERSION 4
 
 /* The problem without M and without pointers: what a kernel is specialized on. */
 typedef struct jit__gemm_spec {

@@ -2,7 +2,8 @@
  * Finding, identifying and loading NVRTC and nvJitLink at run time.
  *
  * A toolchain is identified (NVRTC and nvJitLink versions, NVRTC's target list) before it is
- * loaded: the key needs the versions, but a cache hit needs no compiler, and opening the two
+ * loaded: the target list decides which key a miss builds and the versions go into the entries
+ * it makes, but a cache hit needs no compiler, and opening the two
  * libraries costs 5-15 ms per toolkit (they are over 100 MB each). So each directory's identity
  * is remembered in a record (kept by the store a context hands to jit__toolchain_remember_in:
  * toolchains.json, owned by cache/), checked against the libraries' device, inode, size and
@@ -418,7 +419,7 @@ jit_status_t jit__toolchain_load(const jit__toolchain_t *ctc, jit__diag_t *d) {
             st = JIT_TOOLCHAIN_NOT_FOUND;
         else if (memcmp(&real, &tc->id, sizeof(real)) != 0) {
             /* The files changed in a way their fingerprints did not show: refuse rather than
-             * compile under a key that names the wrong version. */
+             * record the wrong version in the entries, or build for targets it lacks. */
             snprintf(why, sizeof(why),
                      "%.200s is NVRTC %d.%d now but was recorded as %d.%d; remove %.200s and retry",
                      tc->nvrtc_path, real.nvrtc_major, real.nvrtc_minor, tc->id.nvrtc_major,

@@ -221,7 +221,7 @@ Test(cli, inspect_usage_errors) {
 
 Test(cli, cache_usage_errors) {
     static const usage_case_t cases[] = {
-        {{"cache"}, "missing action: list, verify, gc, clear or stats"},
+        {{"cache"}, "missing action: list, verify, gc, clear, stats, export or import"},
         {{"cache", "purge"}, "unknown action 'purge'"},
         {{"cache", "list", "extra"}, "too many arguments"},
         {{"cache", "list", "--toolkit-dir", "/x"}, "--toolkit-dir applies to 'cache gc' only"},

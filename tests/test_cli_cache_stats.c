@@ -133,6 +133,6 @@ Test(cli_cache_stats, options_of_other_actions_are_refused) {
     CLI_EXPECT(r, 2, "--dry-run applies to 'cache gc' only");
     cli_free(&r);
     r = CLI(g_cache, NULL, "cache", "statz");
-    CLI_EXPECT(r, 2, "expected list, verify, gc, clear or stats");
+    CLI_EXPECT(r, 2, "expected list, verify, gc, clear, stats, export or import");
     cli_free(&r);
 }

@@ -52,8 +52,7 @@ static void make_plan(const char *arch, int band, int64_t n, int64_t k, jit_epil
 }
 
 static void make_key(const jit__plan_t *p, const char *target, jit__key_t *key) {
-    const jit__toolchain_id_t id = {13, 0, 13, 0};
-    jit__key_make(p, &id, target, 0, key);
+    jit__key_make(p, target, 0, key, NULL);
 }
 
 static char *gen(const jit__plan_t *p, const jit__key_t *key) {
@@ -371,8 +370,7 @@ static void compile_family(const jit__toolchain_t *tc, const char *arch, const c
             jit__plan_t p;
             make_plan(arch, band, 1176, 1552, k_epilogues[e], &p);
             jit__key_t k;
-            const jit__toolchain_id_t id = tc->id;
-            jit__key_make(&p, &id, target, 0, &k);
+            jit__key_make(&p, target, 0, &k, NULL);
             char *src = gen(&p, &k);
             jit__compiled_t c;
             jit__diag_t d;

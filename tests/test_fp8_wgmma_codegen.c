@@ -153,8 +153,7 @@ Test(fp8_wgmma, generated_text_instantiates_the_kernel_template) {
     jit__plan_t p;
     make_plan(4, 5120, 17408, JIT_EPILOGUE_LINEAR_ADD, &p);
     jit__key_t k;
-    const jit__toolchain_id_t id = {13, 0, 13, 0};
-    jit__key_make(&p, &id, "sm_90a", 0, &k);
+    jit__key_make(&p, "sm_90a", 0, &k, NULL);
     cr_expect(strstr(k.text, "family=fp8_wgmma") && strstr(k.text, " promote=1 "), "%s", k.text);
     char *src = NULL;
     jit__diag_t d;
@@ -187,7 +186,7 @@ Test(fp8_wgmma, compiles_for_sm_90a_without_spills_or_serialised_wgmma, .timeout
             jit__plan_t p;
             make_plan(band, 1176, 1552, k_epilogues[e], &p);
             jit__key_t k;
-            jit__key_make(&p, &tc->id, "sm_90a", 0, &k);
+            jit__key_make(&p, "sm_90a", 0, &k, NULL);
             char *src = NULL;
             jit__diag_t d;
             jit__diag_init(&d);
@@ -228,7 +227,7 @@ Test(fp8_wgmma, cluster_release_has_no_gpu_scope_fence, .timeout = 300) {
     unsetenv("JITGEMM_FORCE_CANDIDATE");
     cr_assert_eq(jit__wgmma_cof(&p)->cluster, 2);
     jit__key_t k;
-    jit__key_make(&p, &tc->id, "sm_90a", 0, &k);
+    jit__key_make(&p, "sm_90a", 0, &k, NULL);
     char *src = NULL;
     jit__diag_t d;
     jit__diag_init(&d);
@@ -453,8 +452,7 @@ Test(fp8_wgmma, decode_route_is_planned_for_small_bands_only) {
     cr_expect_eq(p.smem_bytes,
                  jit__wgmma_decode_smem_bytes(wp->bn, wp->bm, wp->stages, wp->ksub, wp->split));
     jit__key_t key;
-    const jit__toolchain_id_t id = {13, 0, 13, 0};
-    jit__key_make(&p, &id, "sm_90a", 0, &key);
+    jit__key_make(&p, "sm_90a", 0, &key, NULL);
     cr_expect(strstr(key.text, " route=decode ") && strstr(key.text, " split="), "%s", key.text);
     /* Larger bands never take it. */
     plan_decode(NULL, 5120, 17408, JIT_EPILOGUE_LINEAR, 3, &p);
@@ -472,7 +470,7 @@ Test(fp8_wgmma, decode_kernels_compile_without_spills_or_serialised_wgmma, .time
             plan_decode(forced[f], 1176, 3584, k_epilogues[e], bands[f], &p);
             cr_assert_eq(jit__wgmma_cof(&p)->route, JIT_WGMMA_DECODE);
             jit__key_t k;
-            jit__key_make(&p, &tc->id, "sm_90a", 0, &k);
+            jit__key_make(&p, "sm_90a", 0, &k, NULL);
             char *src = NULL;
             jit__diag_t d;
             jit__diag_init(&d);

@@ -115,6 +115,9 @@ int jit__cli_disassemble(const char *nvdisasm, const void *cubin, size_t size, c
 int jit__cli_prewarm(int argc, char **argv);
 int jit__cli_inspect(int argc, char **argv);
 int jit__cli_cache(int argc, char **argv);
+/* `cache export FILE` / `cache import FILE` (action "export" or "import"). */
+int jit__cli_cache_archive(const char *action, const char *file, const char *cache_dir,
+                           const char *arch, int shared, int json);
 int jit__cli_run(int argc, char **argv);
 
 /* `cache stats` on an open cache (cmd_cache_stats.c); 0 or JIT_CLI_FAILED. */

@@ -1,5 +1,6 @@
 /*
- * `jitgemm cache list|verify|gc|clear`: the on-disk cache seen from outside a context. These
+ * `jitgemm cache list|verify|gc|clear`: the on-disk cache seen from outside a context (export
+ * and import are in cmd_cache_archive.c). These
  * work on the directory alone (cache/cache.h), so they run on machines with no GPU and no
  * compiler, with one exception worth spelling out: `gc` keeps the entries of the toolchain the
  * library would pick now, and when no toolchain can be found it cannot tell which one is
@@ -25,6 +26,8 @@ const char jit__cli_cache_help[] =
     "       jitgemm cache gc     [--cache-dir D] [--toolkit-dir T] [--dry-run] [--json]\n"
     "       jitgemm cache clear  [--cache-dir D] [--json]\n"
     "       jitgemm cache stats  [--cache-dir D] [--json]\n"
+    "       jitgemm cache export FILE [--arch A] [--cache-dir D] [--json]\n"
+    "       jitgemm cache import FILE [--shared] [--cache-dir D] [--json]\n"
     "\n"
     "  list    one line per entry: hash, arch, target (\"(fallback)\" when the cubin is the\n"
     "          arch's fallback target), kernel, size, registers, last used\n"
@@ -43,10 +46,20 @@ const char jit__cli_cache_help[] =
     "  stats   entries, cubin bytes, bytes on disk against the size cap, compile time, and\n"
     "          entries and bytes per arch and per toolchain (hit and compile counters belong\n"
     "          to a process: prewarm prints its own)\n"
+    "  export  write every intact entry (of arch A only, with --arch) with its manifest data\n"
+    "          and source to the archive FILE (docs/cache.md gives the format)\n"
+    "  import  check the whole archive FILE (every record's hash, each entry's sidecar, key\n"
+    "          hash, cubin checksum and ELF header) and only then publish its entries into\n"
+    "          the cache; a damaged or truncated archive is refused and nothing is imported.\n"
+    "          --shared then makes the cache readable by every user (directories 0755, files\n"
+    "          0644), for a read-only layer other users list after their own cache\n"
     "\n"
     "Options:\n"
     "  --cache-dir D   cache directory (default $JITGEMM_CACHE_DIR, $XDG_CACHE_HOME/jitgemm,\n"
-    "                  ~/.cache/jitgemm)\n"
+    "                  ~/.cache/jitgemm). A colon-separated list adds read-only layers after\n"
+    "                  the first directory; every action works on the first one only\n"
+    "  --arch A        export only: the entries of arch A\n"
+    "  --shared        import only: leave the cache readable by every user\n"
     "  --toolkit-dir T gc only: the NVRTC/nvJitLink directory whose entries to keep\n"
     "  --dry-run       gc only: report, remove nothing\n"
     "  --json          list: one manifest entry (JSON object) per line; verify: one\n"
@@ -288,29 +301,39 @@ static int do_clear(jit__cache_t *c, int json) {
 
 int jit__cli_cache(int argc, char **argv) {
     const char *verb = "cache";
-    const char *cache_dir = NULL, *toolkit_dir = NULL;
-    int json = 0, dry_run = 0;
+    const char *cache_dir = NULL, *toolkit_dir = NULL, *arch = NULL;
+    int json = 0, dry_run = 0, shared = 0;
     const jit__cli_opt_t opts[] = {
-        {"cache-dir", "D", &cache_dir, NULL},
-        {"toolkit-dir", "T", &toolkit_dir, NULL},
-        {"dry-run", NULL, NULL, &dry_run},
-        {"json", NULL, NULL, &json},
+        {"cache-dir", "D", &cache_dir, NULL}, {"toolkit-dir", "T", &toolkit_dir, NULL},
+        {"dry-run", NULL, NULL, &dry_run},    {"json", NULL, NULL, &json},
+        {"arch", "A", &arch, NULL},           {"shared", NULL, NULL, &shared},
     };
-    const char *pos[1];
+    const char *pos[2];
     size_t n_pos = 0;
-    int rc = jit__cli_parse(verb, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 1, &n_pos);
+    int rc = jit__cli_parse(verb, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 2, &n_pos);
     if (rc)
         return rc;
     if (n_pos == 0)
-        return jit__cli_usage(verb, "missing action: list, verify, gc, clear or stats");
+        return jit__cli_usage(verb, "missing action: list, verify, gc, clear, stats, export or import");
     const char *action = pos[0];
+    if (!strcmp(action, "export") || !strcmp(action, "import")) {
+        if (toolkit_dir || dry_run)
+            return jit__cli_usage(verb, "--toolkit-dir and --dry-run apply to 'cache gc' only");
+        return jit__cli_cache_archive(action, n_pos > 1 ? pos[1] : NULL, cache_dir, arch, shared,
+                                      json);
+    }
+    if (n_pos > 1)
+        return jit__cli_usage(verb, "too many arguments: '%s' after '%s'", pos[1], action);
+    if (arch || shared)
+        return jit__cli_usage(verb, "--arch and --shared apply to 'cache export' and 'cache "
+                                    "import' only");
     int is_list = !strcmp(action, "list"), is_verify = !strcmp(action, "verify");
     int is_gc = !strcmp(action, "gc"), is_clear = !strcmp(action, "clear");
     int is_stats = !strcmp(action, "stats");
     if (!is_list && !is_verify && !is_gc && !is_clear && !is_stats)
-        return jit__cli_usage(verb,
-                              "unknown action '%s' (expected list, verify, gc, clear or stats)",
-                              action);
+        return jit__cli_usage(
+            verb, "unknown action '%s' (expected list, verify, gc, clear, stats, export or import)",
+            action);
     if (toolkit_dir && !is_gc)
         return jit__cli_usage(verb, "--toolkit-dir applies to 'cache gc' only");
     if (dry_run && !is_gc)

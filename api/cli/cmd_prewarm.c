@@ -27,7 +27,9 @@ const char jit__cli_prewarm_help[] =
     "Options:\n"
     "  --arch A        target architecture (sm_90a, sm_100a, sm_103a, sm_107a, sm_120a);\n"
     "                  overrides the file's target.arch (default: the current GPU)\n"
-    "  --sm-count N    SM count to plan for; overrides the file's target.sm_count\n"
+    "  --sm-count N    SM count to plan for; overrides the file's target.sm_count, which\n"
+    "                  applies only to the file's own arch (with --arch naming another, that\n"
+    "                  arch's default SM count is used)\n"
     "  --target A:N    prewarm for arch A planned for N SMs (':N' optional: then the file's\n"
     "                  target.sm_count if the file names arch A, else the arch's default);\n"
     "                  repeat it for several\n"
@@ -198,6 +200,8 @@ static size_t distinct_keys(const state_t *s, int which, const char ***keys) {
  * for the disk, and the library carries on in memory when the disk fails it (a directory it
  * refuses or cannot write, a full disk, a cap that evicts what it just stored), so what the
  * compiles returned says nothing about what a later process will find. */
+/* How many of `keys` the cache `dir` (as given: NULL for the environment's; a list names its
+ * read-only layers too, where a kernel may be found) serves. */
 static size_t count_stored(const char *dir, const char *const *keys, size_t n) {
     jit__cache_t *c = NULL;
     size_t stored = 0;
@@ -294,11 +298,12 @@ static void report_check(const state_t *s, jit_context_t *ctx, const char *dir) 
 static int prewarm_target(const run_opts_t *o, const target_t *t) {
     const jit__shape_list_t *list = o->list;
     jit_context_t *ctx = NULL;
+    /* The file's SM count belongs to the file's arch: a target naming another arch without a
+     * count plans for that arch's own (the GPU's if it is that arch, else the profile's
+     * default). */
     int sm_count = t->sm_count;
-    if (sm_count == 0)
-        sm_count = list->sm_count;
-    else if (sm_count < 0)
-        sm_count = list->arch && jit__arch_find(list->arch) == jit__arch_find(t->arch)
+    if (sm_count <= 0)
+        sm_count = !t->arch || (list->arch && jit__arch_find(list->arch) == jit__arch_find(t->arch))
                        ? list->sm_count
                        : 0;
     int rc = jit__cli_context_mode(o->cache_dir, t->arch ? t->arch : list->arch, sm_count,
@@ -379,7 +384,7 @@ static int prewarm_target(const run_opts_t *o, const target_t *t) {
     } else {
         const char **keys = NULL;
         size_t kernels = distinct_keys(&s, KEYS_GOOD, &keys);
-        size_t stored = resolved ? count_stored(dir, keys, kernels) : 0;
+        size_t stored = resolved ? count_stored(o->cache_dir, keys, kernels) : 0;
         free(keys);
         print_summary(o->json ? stderr : stdout, &s, ctx, dir, kernels, stored, wall);
         if (stored < kernels)

@@ -28,7 +28,8 @@ static const verb_t k_verbs[] = {
     {"inspect", jit__cli_inspect, jit__cli_inspect_help,
      "show the key, plan, source, PTX, SASS (--sass), cubin (--cubin --out DIR)\n"
      "            or cache entry of one problem"},
-    {"cache", jit__cli_cache, jit__cli_cache_help, "list, verify, gc, clear or sum up (stats) the kernel cache"},
+    {"cache", jit__cli_cache, jit__cli_cache_help,
+     "list, verify, gc, clear, sum up (stats), export or import the kernel cache"},
     {"run", jit__cli_run, jit__cli_run_help,
      "run one GEMM on the GPU, check it against the host reference, time it"},
 };
@@ -42,7 +43,8 @@ static void print_usage(FILE *f) {
         fprintf(f, "  %-9s %s\n", k_verbs[i].name, k_verbs[i].summary);
     fprintf(f, "\nEvery verb takes --help and --cache-dir DIR. Environment:\n"
                "  JITGEMM_CACHE_DIR        cache directory (default $XDG_CACHE_HOME/jitgemm,\n"
-               "                           else ~/.cache/jitgemm)\n"
+               "                           else ~/.cache/jitgemm); DIR:LAYER:... adds read-only\n"
+               "                           layers searched after it\n"
                "  JITGEMM_CACHE_MAX_BYTES  cache size cap (default 4 GiB)\n"
                "  JITGEMM_TOOLKIT_DIR      directory holding the NVRTC and nvJitLink to use\n"
                "  JITGEMM_LOG              " JIT__LOG_LEVEL_NAMES "; default warn\n"
@@ -57,7 +59,7 @@ static void print_usage(FILE *f) {
 static int print_version(void) {
     printf("jitgemm %s (key format %d, device code %.16s)\n", jit_version(), JIT_KEY_FORMAT_VERSION,
            jit__device_files_hash());
-    /* The toolchain is part of every key, so it is what a user comparing caches needs to see. */
+    /* The toolchain that compiles what the cache lacks; entries record the one that built them. */
     const jit__toolchain_t *tc = NULL;
     jit__diag_t d;
     jit__diag_init(&d);

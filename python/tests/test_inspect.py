@@ -58,8 +58,10 @@ def test_words_and_overrides_reach_the_key():
     add = jitgemm.inspect("linear_add", 512, 256, 100, what="key", arch=ARCH)["text"]
     assert "epilogue=linear " in base and "epilogue=linear_swiglu" in swiglu
     assert "epilogue=linear_add" in add
-    sms = jitgemm.inspect(what="key", arch=ARCH, sm_count=100, **PROBLEM)["text"]
-    assert "sm_count=100" in sms and "sm_count=100" not in base
+    # The SM count reaches the plan; the key holds it only through the code it changes.
+    plan = jitgemm.inspect(what="plan", arch=ARCH, sm_count=100, **PROBLEM)
+    assert plan["sm_count"] == 100
+    assert jitgemm.inspect(what="plan", arch=ARCH, **PROBLEM)["sm_count"] == 132
     nvfp4 = jitgemm.inspect(what="key", arch="sm_100a", a="e2m1", b="e2m1", scales="ue4m3/16",
                             **PROBLEM)["text"]
     assert "a=e2m1 b=e2m1" in nvfp4 and "scales=ue4m3/16" in nvfp4
