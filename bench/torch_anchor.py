@@ -57,7 +57,20 @@ class Options(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("cache_dir", ctypes.c_char_p),
                 ("arch", ctypes.c_char_p), ("sm_count", ctypes.c_int),
                 ("log_level", ctypes.c_int), ("toolkit_dir", ctypes.c_char_p),
-                ("cache_max_bytes", ctypes.c_int64)]
+                ("cache_max_bytes", ctypes.c_int64), ("compile_mode", ctypes.c_int)]
+
+
+def init_struct(init_fn, cls):
+    """Call a jit_*_init on a buffer with room to spare: the library writes its own struct size,
+    which grows with new fields, and a mirror here one field short would be overrun (a heap
+    overflow that crashed this script once). The result must have this mirror's size."""
+    buf = ctypes.create_string_buffer(ctypes.sizeof(cls) + 256)
+    init_fn(buf)
+    obj = cls.from_buffer_copy(buf.raw[: ctypes.sizeof(cls)])
+    if obj.struct_size != ctypes.sizeof(cls):
+        raise RuntimeError(f"{cls.__name__}: the library's struct is {obj.struct_size} bytes, "
+                           f"this script knows {ctypes.sizeof(cls)}: update the mirror")
+    return obj
 
 
 EPILOGUES = {"linear": 1, "linear_add": 2, "linear_swiglu": 3}
@@ -67,11 +80,11 @@ INSPECT_PLAN = 2  # jit_inspect_what_t: JIT_INSPECT_KEY = 1, JIT_INSPECT_PLAN = 
 class Jitgemm:
     def __init__(self, path):
         lib = ctypes.CDLL(path)
-        lib.jit_context_options_init.argtypes = [ctypes.POINTER(Options)]
+        lib.jit_context_options_init.argtypes = [ctypes.c_void_p]
         lib.jit_context_create.argtypes = [ctypes.POINTER(Options), ctypes.POINTER(ctypes.c_void_p)]
         lib.jit_context_destroy.argtypes = [ctypes.c_void_p]
-        lib.jit_problem_init.argtypes = [ctypes.POINTER(Problem)]
-        lib.jit_operands_init.argtypes = [ctypes.POINTER(Operands)]
+        lib.jit_problem_init.argtypes = [ctypes.c_void_p]
+        lib.jit_operands_init.argtypes = [ctypes.c_void_p]
         lib.jit_gemm.argtypes = [ctypes.c_void_p, ctypes.POINTER(Problem),
                                  ctypes.POINTER(Operands), ctypes.c_void_p]
         lib.jit_inspect.argtypes = [ctypes.c_void_p, ctypes.POINTER(Problem), ctypes.c_int,
@@ -84,8 +97,7 @@ class Jitgemm:
         self.lib = lib
 
     def context(self):
-        opt = Options()
-        self.lib.jit_context_options_init(ctypes.byref(opt))
+        opt = init_struct(self.lib.jit_context_options_init, Options)
         opt.log_level = 1
         ctx = ctypes.c_void_p()
         st = self.lib.jit_context_create(ctypes.byref(opt), ctypes.byref(ctx))
@@ -94,8 +106,7 @@ class Jitgemm:
         return ctx
 
     def problem(self, op, m, n, k, ldd):
-        p = Problem()
-        self.lib.jit_problem_init(ctypes.byref(p))
+        p = init_struct(self.lib.jit_problem_init, Problem)
         p.m, p.n, p.k, p.epilogue, p.ldd = m, n, k, EPILOGUES[op], ldd
         return p
 
@@ -109,8 +120,7 @@ class Jitgemm:
         return json.loads(text)
 
     def gemm(self, ctx, prob, a, b, sa, sb, res, d, stream):
-        ops = Operands()
-        self.lib.jit_operands_init(ctypes.byref(ops))
+        ops = init_struct(self.lib.jit_operands_init, Operands)
         ops.a, ops.b, ops.scale_a, ops.scale_b = a.data_ptr(), b.data_ptr(), sa.data_ptr(), sb.data_ptr()
         ops.residual = res.data_ptr() if res is not None else None
         ops.d = d.data_ptr()

@@ -170,6 +170,14 @@ def main():
     if not os.access(args.jitgemm, os.X_OK):
         print("sass-check: skipped: no CLI at %s (build first)" % args.jitgemm)
         return SKIP
+    # The checks read native sm_100a/103a/107a cubins; an NVRTC older than 13.4 cannot build
+    # the sm_107a block-scaled ones (the library refuses, by design), so there is nothing to read.
+    tool = run([args.jitgemm, "--version"])
+    m = re.search(r"NVRTC (\d+)\.(\d+)", tool)
+    if not m or (int(m.group(1)), int(m.group(2))) < (13, 4):
+        print("sass-check: skipped: the CLI's NVRTC is %s; native sm_107a cubins need 13.4 or "
+              "later (scripts/setup.sh installs 13.5 into .deps/)" % (m.group(0) if m else "unknown"))
+        return SKIP
     lines = run([nvdisasm, "--version"]).strip().splitlines()
     version = next((l for l in lines if "release" in l), lines[-1]).strip()
     print("sass-check: %s; nothing is executed (no Blackwell or Rubin GPU)" % version)

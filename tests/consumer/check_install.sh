@@ -62,7 +62,9 @@ for kind in shared static; do
     fi
 done
 
-export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
+# The prefix first; what the caller had after it, since jitgemm.pc requires jansson and a host
+# may keep jansson's .pc outside the default search path (the GPU check unpacks it privately).
+export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 [ "$(pkg-config --modversion jitgemm)" = "$version" ] || fail "pkg-config version"
 step "pkg-config consumer, shared: $(pkg-config --cflags --libs jitgemm)"
 # shellcheck disable=SC2046 # the flags are meant to split
