@@ -122,6 +122,14 @@ typedef struct jit_problem {
 /* Fill `p` with defaults: E4M3 x E4M3, row scales, BF16 out, linear epilogue, alpha 1. */
 JIT_EXTERN void jit_problem_init(jit_problem_t *p);
 
+/* The *_init functions below are also macros that pass the caller's sizeof: the structs grow
+ * at their ends from one release to the next, and a program built against an older jitgemm.h
+ * must not have a newer library write past its struct. The plain functions stay exported for
+ * bindings that call them by name; they write the library's whole struct (struct_size tells how
+ * much), so a binding gives them a buffer at least that large. */
+JIT_EXTERN void jit_problem_init_sized(jit_problem_t *p, size_t size);
+#define jit_problem_init(p) jit_problem_init_sized((p), sizeof(*(p)))
+
 /* Device pointers for one call. */
 typedef struct jit_operands {
     uint32_t struct_size; /* set by jit_operands_init */
@@ -132,6 +140,8 @@ typedef struct jit_operands {
 } jit_operands_t;
 
 JIT_EXTERN void jit_operands_init(jit_operands_t *o);
+JIT_EXTERN void jit_operands_init_sized(jit_operands_t *o, size_t size);
+#define jit_operands_init(o) jit_operands_init_sized((o), sizeof(*(o)))
 
 /* ---- context ----------------------------------------------------------------------------- */
 
@@ -168,6 +178,8 @@ typedef struct jit_context_options {
 } jit_context_options_t;
 
 JIT_EXTERN void jit_context_options_init(jit_context_options_t *opt);
+JIT_EXTERN void jit_context_options_init_sized(jit_context_options_t *opt, size_t size);
+#define jit_context_options_init(opt) jit_context_options_init_sized((opt), sizeof(*(opt)))
 
 /* Create a context. `opt` may be NULL. A context may be used from several threads at once.
  * Creating one needs no GPU: compile-only work (prewarm, inspect) runs without a driver. On
@@ -198,6 +210,8 @@ typedef struct jit_stats {
 } jit_stats_t;
 
 JIT_EXTERN void jit_stats_init(jit_stats_t *stats);
+JIT_EXTERN void jit_stats_init_sized(jit_stats_t *stats, size_t size);
+#define jit_stats_init(stats) jit_stats_init_sized((stats), sizeof(*(stats)))
 /* Copy the context's counters into *out (struct_size set by jit_stats_init). Safe while other
  * threads use the context; each counter is read atomically, not all at one instant. */
 JIT_EXTERN jit_status_t jit_context_stats(const jit_context_t *ctx, jit_stats_t *out);

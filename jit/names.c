@@ -93,30 +93,65 @@ jit_status_t jit_epilogue_parse(const char *s, jit_epilogue_t *out) {
     return st;
 }
 
+/* The macros of the same names in jitgemm.h pass the caller's sizeof; these definitions are the
+ * exported symbols for callers that cannot (bindings calling by name). */
+#undef jit_problem_init
+#undef jit_operands_init
+#undef jit_context_options_init
+#undef jit_stats_init
+
+/* Copy the defaults in `full` into the first `size` bytes of the caller's struct, and record
+ * that size: a caller built against an older header has a shorter struct. */
+static void init_prefix(void *dst, void *full, size_t full_size, size_t size) {
+    uint32_t n = (uint32_t)(size < full_size ? size : full_size);
+    memcpy(full, &n, sizeof(n)); /* struct_size is every struct's first field */
+    memcpy(dst, full, n);
+}
+
+void jit_problem_init_sized(jit_problem_t *p, size_t size) {
+    jit_problem_t d;
+    memset(&d, 0, sizeof(d));
+    d.a_dtype = JIT_DTYPE_E4M3;
+    d.b_dtype = JIT_DTYPE_E4M3;
+    d.out_dtype = JIT_DTYPE_BF16;
+    d.scale_mode = JIT_SCALE_ROW;
+    d.epilogue = JIT_EPILOGUE_LINEAR;
+    d.alpha = 1.0f;
+    init_prefix(p, &d, sizeof(d), size);
+}
+
 void jit_problem_init(jit_problem_t *p) {
-    memset(p, 0, sizeof(*p));
-    p->struct_size = sizeof(*p);
-    p->a_dtype = JIT_DTYPE_E4M3;
-    p->b_dtype = JIT_DTYPE_E4M3;
-    p->out_dtype = JIT_DTYPE_BF16;
-    p->scale_mode = JIT_SCALE_ROW;
-    p->epilogue = JIT_EPILOGUE_LINEAR;
-    p->alpha = 1.0f;
+    jit_problem_init_sized(p, sizeof(*p));
+}
+
+void jit_operands_init_sized(jit_operands_t *o, size_t size) {
+    jit_operands_t d;
+    memset(&d, 0, sizeof(d));
+    init_prefix(o, &d, sizeof(d), size);
 }
 
 void jit_operands_init(jit_operands_t *o) {
-    memset(o, 0, sizeof(*o));
-    o->struct_size = sizeof(*o);
+    jit_operands_init_sized(o, sizeof(*o));
+}
+
+void jit_context_options_init_sized(jit_context_options_t *opt, size_t size) {
+    jit_context_options_t d;
+    memset(&d, 0, sizeof(d));
+    d.log_level = JIT_LOG_WARN;
+    d.compile_mode = JIT_COMPILE_ALWAYS;
+    init_prefix(opt, &d, sizeof(d), size);
 }
 
 void jit_context_options_init(jit_context_options_t *opt) {
-    memset(opt, 0, sizeof(*opt));
-    opt->struct_size = sizeof(*opt);
-    opt->log_level = JIT_LOG_WARN;
-    opt->compile_mode = JIT_COMPILE_ALWAYS;
+    jit_context_options_init_sized(opt, sizeof(*opt));
+}
+
+void jit_stats_init_sized(jit_stats_t *stats, size_t size) {
+    jit_stats_t d;
+    memset(&d, 0, sizeof(d));
+    init_prefix(stats, &d, sizeof(d), size);
 }
 
 void jit_stats_init(jit_stats_t *stats) {
-    memset(stats, 0, sizeof(*stats));
-    stats->struct_size = sizeof(*stats);
+    jit_stats_init_sized(stats, sizeof(*stats));
 }

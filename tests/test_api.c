@@ -345,3 +345,42 @@ Test(api, two_contexts_on_one_cache_compile_a_key_once) {
     jt_rmtree(dir);
     free(dir);
 }
+
+/* A program built against an older jitgemm.h has shorter structs: the init macros pass its
+ * sizeof, and the library writes no byte past it (it once wrote its whole struct, which overran
+ * a binding's one-field-shorter mirror and crashed it). */
+Test(api, init_writes_no_more_than_the_callers_struct) {
+    unsigned char buf[sizeof(jit_context_options_t) + 16];
+    size_t old_size = offsetof(jit_context_options_t, compile_mode);
+    memset(buf, 0xA5, sizeof(buf));
+    jit_context_options_init_sized((jit_context_options_t *)(void *)buf, old_size);
+    for (size_t i = old_size; i < sizeof(buf); i++)
+        cr_assert_eq(buf[i], 0xA5, "byte %zu past the caller's %zu-byte struct was written", i,
+                     old_size);
+    jit_context_options_t opt;
+    memcpy(&opt, buf, old_size);
+    cr_expect_eq(opt.struct_size, (uint32_t)old_size);
+    cr_expect_eq(opt.log_level, JIT_LOG_WARN);
+
+    unsigned char pbuf[sizeof(jit_problem_t) + 16];
+    memset(pbuf, 0xA5, sizeof(pbuf));
+    jit_problem_init_sized((jit_problem_t *)(void *)pbuf, 8);
+    for (size_t i = 8; i < sizeof(pbuf); i++)
+        cr_assert_eq(pbuf[i], 0xA5, "problem byte %zu written", i);
+
+    /* The macros pass the full size, and the exported functions (a binding's way in) write the
+     * library's whole struct. */
+    jit_problem_t p;
+    jit_problem_init(&p);
+    cr_expect_eq(p.struct_size, (uint32_t)sizeof(p));
+    cr_expect_eq(p.alpha, 1.0f);
+    jit_problem_t q;
+    (jit_problem_init)(&q);
+    cr_expect_eq(memcmp(&p, &q, sizeof(p)), 0);
+    jit_stats_t s;
+    (jit_stats_init)(&s);
+    cr_expect_eq(s.struct_size, (uint32_t)sizeof(s));
+    jit_operands_t o;
+    jit_operands_init(&o);
+    cr_expect_eq(o.struct_size, (uint32_t)sizeof(o));
+}
