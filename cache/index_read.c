@@ -387,41 +387,58 @@ static int cmp_put(const void *a, const void *b) {
     return x->pos < y->pos ? 1 : -1;
 }
 
+static int reserve(entry_array_t *a, size_t want) {
+    if (want <= a->cap)
+        return 0;
+    jit__cache_entry_t *v = realloc(a->v, want * sizeof(*v));
+    if (!v)
+        return -1;
+    a->v = v;
+    a->cap = want;
+    return 0;
+}
+
+static int cmp_hash_key(const void *key, const void *e) {
+    return strcmp(key, ((const jit__cache_entry_t *)e)->hash);
+}
+
 /* `later` (the journal's puts, in its order) folded into `base` (sorted by hash, no
- * duplicates), which stays so: a later put of a hash replaces the earlier one. */
+ * duplicates), which stays so: a later put of a hash replaces the earlier one. In place: a
+ * put of a listed hash overwrites it, new hashes are merged in from the back. */
 static int fold(entry_array_t *base, const entry_array_t *later) {
     if (later->n == 0)
         return 0;
     put_ref_t *refs = malloc(later->n * sizeof(*refs));
-    jit__cache_entry_t *out = malloc((base->n + later->n) * sizeof(*out));
-    if (!refs || !out) {
-        free(refs);
-        free(out);
+    if (!refs)
         return -1;
-    }
     for (size_t i = 0; i < later->n; i++)
         refs[i] = (put_ref_t){&later->v[i], i};
     qsort(refs, later->n, sizeof(*refs), cmp_put);
-    size_t nr = 0; /* the latest put of each hash, in hash order */
-    for (size_t i = 0; i < later->n; i++)
-        if (nr == 0 || strcmp(refs[nr - 1].e->hash, refs[i].e->hash) != 0)
-            refs[nr++] = refs[i];
-    size_t i = 0, j = 0, n = 0;
-    while (i < base->n || j < nr) {
-        int r = i == base->n ? 1 : j == nr ? -1 : strcmp(base->v[i].hash, refs[j].e->hash);
-        if (r < 0) {
-            out[n++] = base->v[i++];
-        } else {
-            out[n++] = *refs[j++].e;
-            if (r == 0)
-                i++;
-        }
+    size_t n_new = 0; /* the latest put of each new hash, in hash order, at the front of refs */
+    for (size_t i = 0; i < later->n; i++) {
+        if (i > 0 && !strcmp(refs[i - 1].e->hash, refs[i].e->hash))
+            continue; /* an older put of the same hash */
+        jit__cache_entry_t *had =
+            base->n ? bsearch(refs[i].e->hash, base->v, base->n, sizeof(*base->v), cmp_hash_key)
+                    : NULL;
+        if (had)
+            *had = *refs[i].e;
+        else
+            refs[n_new++] = refs[i];
     }
+    if (reserve(base, base->n + n_new) != 0) {
+        free(refs);
+        return -1;
+    }
+    size_t i = base->n, j = n_new, k = base->n + n_new;
+    while (j > 0) {
+        if (i > 0 && strcmp(base->v[i - 1].hash, refs[j - 1].e->hash) > 0)
+            base->v[--k] = base->v[--i];
+        else
+            base->v[--k] = *refs[--j].e;
+    }
+    base->n += n_new;
     free(refs);
-    free(base->v);
-    base->v = out;
-    base->n = n;
-    base->cap = base->n + later->n;
     return 0;
 }
 
@@ -432,7 +449,9 @@ static int read_fast(const jit__cache_t *c, entry_array_t *a, jit__index_state_t
     struct stat st;
     if (jit__cache_slurp(c, "manifest.json", &text, &len, &st, why, sizeof(why)) != JIT__SLURP_OK)
         return -1;
-    int rc = read_manifest(text, len, a);
+    /* An entry the cache writes takes over 500 bytes of manifest text, so this usually holds
+     * them all: one array, not copied as it fills (pages it does not use are never touched). */
+    int rc = reserve(a, len / 400 + 16) == 0 ? read_manifest(text, len, a) : -1;
     free(text);
     if (rc != 0)
         return -1;
