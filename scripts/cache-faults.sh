@@ -298,9 +298,12 @@ run_class() {
         rc=$?
         [ "$rc" = 0 ] || fail "prewarm after gc exited $rc: $(cat "$W.err")"
         for h in $hashes; do
-            if [[ " $victims " != *" $h "* ]] && echo "$out" | grep -q "\"key\": *\"$h\"" &&
-                ! echo "$out" | grep "\"key\": *\"$h\"" | grep -q '"status": *"cached"'; then
-                fail "prewarm did not find the undamaged entry $h cached: $out"
+            local line
+            line=$(echo "$out" | grep "\"key\": *\"$h\"")
+            if [ -z "$line" ]; then
+                fail "prewarm did not report key $h: $out"
+            elif [[ " $victims " != *" $h "* ]] && ! echo "$line" | grep -q '"status": *"cached"'; then
+                fail "prewarm did not find the undamaged entry $h cached: $line"
             fi
             if [ "$(sha256sum <"$W/kernels/$h.cubin" 2>/dev/null)" != "${base_sha[$h]}" ]; then
                 fail "after the prewarm, $h's cubin differs from the one first compiled"
