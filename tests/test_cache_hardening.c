@@ -375,6 +375,7 @@ static void index_replaced_by_a_directory(const char *name) {
     for (unsigned i = 0; i < 3; i++)
         cr_expect(tc_hit(c, i, 1000), "entry %u lost", i);
     jit__cache_close(c);
+    free(dir);
 }
 
 Test(index_is_a_directory, manifest_json_is_replaced_by_gc) {
@@ -413,5 +414,6 @@ Test(index_is_a_directory, a_publish_replaces_it) {
         cr_expect_eq(n, 2, "%s: %zu entries listed", names[k], n);
         free(all);
         jit__cache_close(c);
+        free(dir);
     }
 }
