@@ -2,7 +2,7 @@
  * Benchmark: what `jitgemm cache list` costs a fresh process as the cache grows (issue 8:
  * <= 0.2 s at 10,000 entries).
  *
- * Three caches are filled to 10, N/100 and N entries (N = --entries) through the cache's own
+ * Three caches are filled to 10, N/10 and N entries (N = --entries) through the cache's own
  * API (jit__cache_put), with synthetic entries as in bench_publish: plausible metadata under
  * distinct key texts, a source text and random bytes as the cubin. Each then gets a few more
  * publishes, so that its journal holds lines as a cache in use has (a listing reads the
