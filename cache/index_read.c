@@ -152,8 +152,11 @@ static double number(cursor_t *c) {
     memcpy(tok, s, n);
     tok[n] = '\0';
     errno = 0;
-    double v = strtod(tok, NULL);
-    if (errno == ERANGE || isinf(v)) {
+    char *stop = NULL;
+    double v = strtod(tok, &stop);
+    /* strtod follows LC_NUMERIC, which a program using the library may have set to a locale
+     * whose decimal point is not '.': then it stops early, and jansson (which copes) decides. */
+    if (stop != tok + n || errno == ERANGE || isinf(v)) {
         c->bad = 1;
         return 0;
     }

@@ -6,6 +6,7 @@
  * same verdict that the index is unusable).
  */
 #include <criterion/criterion.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,5 +201,27 @@ Test(index_read, duplicate_or_unsorted_names_are_not_read_fast) {
     size_t n = 0;
     cr_assert_eq(read_both_and_compare(c, &n), 0);
     jit__cache_close(c);
+    free(dir);
+}
+
+/* A program using the library may set LC_NUMERIC to a locale whose decimal point is a comma,
+ * where strtod stops at the '.' of "0.25"; the fast reader must then not read 0. */
+Test(index_read, a_decimal_comma_locale_reads_the_same) {
+    static const char *const k_locales[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8",
+                                            "fr_FR.utf8",  "de_DE",      "fr_FR"};
+    const char *set = NULL;
+    for (size_t i = 0; i < sizeof(k_locales) / sizeof(k_locales[0]) && !set; i++)
+        set = setlocale(LC_NUMERIC, k_locales[i]);
+    if (!set)
+        cr_skip_test("no locale with a decimal comma is installed");
+    char *dir = tc_mkdtemp("index-read-locale");
+    jit__cache_t *c = tc_open(dir, 0);
+    for (unsigned i = 0; i < 3; i++)
+        tc_put(c, i, SIZE, NULL);
+    size_t n = 0;
+    read_both_and_compare(c, &n);
+    cr_assert_eq(n, 3);
+    jit__cache_close(c);
+    setlocale(LC_NUMERIC, "C");
     free(dir);
 }
