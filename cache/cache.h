@@ -156,5 +156,7 @@ int jit__cache_toolchains_save(jit__cache_t *c, const jit__toolchain_record_t *r
 
 /* An entry as a JSON object text (malloc'd), the same fields the manifest holds. */
 char *jit__cache_entry_to_json(const jit__cache_entry_t *e);
+/* The same object on one line without spaces (for JSON-lines output); malloc'd, or NULL. */
+char *jit__cache_entry_to_json_line(const jit__cache_entry_t *e);
 
 #endif

@@ -228,6 +228,7 @@ typedef struct jit__index_state {
     jit__journal_info_t info;
     char manifest_why[JIT__CACHE_WHY_MAX];
     char journal_why[JIT__CACHE_WHY_MAX];
+    int fast; /* jit__cache_index_read only: read without building a JSON tree */
 } jit__index_state_t;
 
 /* manifest.json with the journal applied. *entries is NULL unless the manifest is OK and the
@@ -235,6 +236,14 @@ typedef struct jit__index_state {
 void jit__cache_index_load(const jit__cache_t *c, json_t **entries, jit__index_state_t *s);
 /* 1 if s describes an index a reader may use as it is. */
 int jit__cache_index_usable(const jit__index_state_t *s);
+
+/* ---- index_read.c: the index as entry structs, for listing -------------------------------- */
+
+/* What jit__cache_index_load gives, as a malloc'd array sorted by hash (*entries may be NULL
+ * when *n is 0), read without building a JSON tree when the files are in the shape the cache
+ * writes. *entries is NULL unless jit__cache_index_usable(s). Reads only. 0 or ENOMEM. */
+int jit__cache_index_read(const jit__cache_t *c, jit__cache_entry_t **entries, size_t *n,
+                          jit__index_state_t *s);
 
 /* Rewrite manifest.json from the index, healed against kernels/: entries whose sidecar is gone
  * dropped, sidecars the index lacks added, an entry whose size disagrees with its cubin

@@ -73,6 +73,17 @@ char *jit__cache_entry_to_json(const jit__cache_entry_t *e) {
     return text;
 }
 
+char *jit__cache_entry_to_json_line(const jit__cache_entry_t *e) {
+    if (!e)
+        return NULL;
+    json_t *o = jit__cache_entry_to_object(e);
+    if (!o)
+        return NULL;
+    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+    json_decref(o);
+    return text;
+}
+
 /* ---- parsing ------------------------------------------------------------------------------ */
 
 typedef struct reader {

@@ -4,11 +4,24 @@
  * still being published (no sidecar yet) are not counted, being nobody's to evict. Victims go in
  * order of last use (sidecar mtime), oldest first, and the entry just published is never one:
  * evicting it would make every put of an oversized kernel a wasted compile.
+ *
+ * Eviction needs the scan of kernels/ (last use is each sidecar's mtime, which hits refresh
+ * without touching the index), so it costs O(entries). Evicting only down to the cap would make
+ * every later publish cross it again and pay that scan each time. A large cache is therefore
+ * brought down to a fraction below the cap at each compaction and grows back to the cap by
+ * journal appends: the next crossing is a number of publishes away that grows with the cache,
+ * and the scan's cost per publish stays bounded (amortized O(1)), as the journal's compaction
+ * does. A small cache's index is rewritten by every publish anyway, so it keeps every entry the
+ * cap allows.
  */
 #include "cache_private.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* A compaction brings a cache of EVICT_BATCH_MIN entries or more to cap - cap/HEADROOM. */
+#define EVICT_HEADROOM 8
+#define EVICT_BATCH_MIN 64
 
 static int by_last_use(const void *a, const void *b) {
     const jit__cache_item_t *x = a, *y = b;
@@ -29,15 +42,19 @@ size_t jit__cache_evict_scan(jit__cache_t *c, jit__cache_scan_t *scan, const cha
     }
     scan->n = n; /* the caller's scan now holds entries only, in eviction order */
     size_t removed = 0;
-    if (used > (uint64_t)c->max_bytes) {
+    uint64_t cap = (uint64_t)c->max_bytes;
+    /* The goal applies at every compaction, not only once over the cap: a cache that sits just
+     * under its cap would otherwise compact on every publish without evicting anything (each
+     * one counts its bytes until the next scan, re-publishes included). */
+    uint64_t goal = n >= EVICT_BATCH_MIN ? cap - cap / EVICT_HEADROOM : cap;
+    if (used > goal) {
         qsort(scan->items, n, sizeof(*scan->items), by_last_use);
-        for (size_t i = 0; i < n && used > (uint64_t)c->max_bytes; i++) {
+        for (size_t i = 0; i < n && used > goal; i++) {
             if (keep_hash && !strcmp(scan->items[i].hash, keep_hash)) {
                 /* Kept though over the cap alone, so the next publish evicts it in turn and
                  * every run compiles again: a misconfiguration worth one warning, not a note
                  * at the info level that nobody sees. */
-                if (scan->items[i].bytes > (uint64_t)c->max_bytes &&
-                    !atomic_exchange(&c->warned_cap, 1))
+                if (scan->items[i].bytes > cap && !atomic_exchange(&c->warned_cap, 1))
                     jit__log(c->log_level, JIT_LOG_WARN,
                              "kernel cache %s: the size cap (%lld bytes) is smaller than one "
                              "entry (%llu bytes), so each new kernel evicts all the others and "

@@ -131,6 +131,11 @@ static int remake_parent(const jit__cache_t *c, const char *name) {
     return mkdirat(c->dirfd, sub, 0700) == 0 || errno == EEXIST;
 }
 
+static int is_directory(const jit__cache_t *c, const char *name) {
+    struct stat st;
+    return fstatat(c->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
 int jit__cache_publish(jit__cache_t *c, const char *name, const void *data, size_t len) {
     const char *base = strrchr(name, '/');
     base = base ? base + 1 : name;
@@ -152,6 +157,13 @@ int jit__cache_publish(jit__cache_t *c, const char *name, const void *data, size
     if (!err && renameat(c->dirfd, tmp, c->dirfd, name) != 0) {
         err = errno;
         if (err == ENOENT && remake_parent(c, name))
+            err = renameat(c->dirfd, tmp, c->dirfd, name) == 0 ? 0 : errno;
+        /* A directory where the cache keeps its index (manifest.json, manifest.journal; put
+         * there by hand or by damage) would fail every later write of it; nothing of ours lives
+         * in it, so it goes, links not followed. In kernels/ such a directory fails the publish
+         * of that one entry, which is taken back whole, and gc removes it as a stray. */
+        else if ((err == EISDIR || err == ENOTEMPTY || err == EEXIST) && !strchr(name, '/') &&
+                 is_directory(c, name) && jit__cache_remove_tree(c, name) == 0)
             err = renameat(c->dirfd, tmp, c->dirfd, name) == 0 ? 0 : errno;
     }
     if (err)

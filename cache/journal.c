@@ -186,7 +186,10 @@ int jit__cache_journal_reset(jit__cache_t *c, uint64_t usage) {
 }
 
 int jit__cache_journal_remove(jit__cache_t *c) {
-    if (unlinkat(c->dirfd, JIT__CACHE_JOURNAL, 0) != 0 && errno != ENOENT)
-        return errno;
-    return 0;
+    if (unlinkat(c->dirfd, JIT__CACHE_JOURNAL, 0) == 0 || errno == ENOENT)
+        return 0;
+    /* A directory by that name is damage, never ours: removed whole, links not followed. */
+    if (errno == EISDIR)
+        return jit__cache_remove_tree(c, JIT__CACHE_JOURNAL);
+    return errno;
 }

@@ -92,6 +92,25 @@ static jit_status_t load_or_rebuild(jit__cache_t *c, json_t **entries, jit__diag
     return st;
 }
 
+/* The entries of a tree from load_or_rebuild, sorted by hash. */
+static jit_status_t tree_to_array(json_t *ents, jit__cache_entry_t **out, size_t *count,
+                                  jit__diag_t *d) {
+    size_t n = 0;
+    *out = calloc(json_object_size(ents) ? json_object_size(ents) : 1, sizeof(**out));
+    if (!*out)
+        return jit__fail(d, JIT_OUT_OF_MEMORY, "cache list: out of memory");
+    const char *hash;
+    json_t *value;
+    json_object_foreach(ents, hash, value) {
+        char why[JIT__CACHE_WHY_MAX];
+        if (jit__cache_entry_from_object(value, &(*out)[n], why, sizeof(why)) == 0)
+            n++; /* always: the index was validated on load, a rebuild made from sidecars */
+    }
+    qsort(*out, n, sizeof(**out), cmp_entry);
+    *count = n;
+    return JIT_OK;
+}
+
 jit_status_t jit__cache_list(jit__cache_t *c, jit__cache_entry_t **entries, size_t *count,
                              jit__diag_t *d) {
     if (!c || !entries || !count)
@@ -99,47 +118,56 @@ jit_status_t jit__cache_list(jit__cache_t *c, jit__cache_entry_t **entries, size
     *entries = NULL;
     *count = 0;
     jit_status_t st = require_usable(c, 0, d);
-    json_t *ents = NULL;
-    if (st == JIT_OK)
-        st = load_or_rebuild(c, &ents, d);
     if (st != JIT_OK)
         return st;
-    size_t n = json_object_size(ents), i = 0;
-    jit__cache_entry_t *out = calloc(n ? n : 1, sizeof(*out));
-    if (!out) {
-        json_decref(ents);
+    jit__cache_entry_t *out = NULL;
+    size_t n = 0;
+    jit__index_state_t s;
+    if (jit__cache_index_read(c, &out, &n, &s) != 0)
         return jit__fail(d, JIT_OUT_OF_MEMORY, "cache list: out of memory");
+    if (!jit__cache_index_usable(&s)) {
+        json_t *ents = NULL;
+        st = load_or_rebuild(c, &ents, d);
+        if (st == JIT_OK)
+            st = tree_to_array(ents, &out, &n, d);
+        json_decref(ents);
+        if (st != JIT_OK)
+            return st;
     }
-    const char *hash;
-    json_t *value;
-    json_object_foreach(ents, hash, value) {
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
         char why[JIT__CACHE_WHY_MAX], name[JIT__CACHE_NAME_MAX];
         struct stat fst;
-        if (jit__cache_entry_from_object(value, &out[i], why, sizeof(why)) != 0)
-            continue; /* cannot happen: the manifest was validated on load */
+        jit__cache_entry_t *e = &out[i];
         /* The index may have drifted from kernels/ (files deleted by hand, a damaged entry a
          * get removed, an index edited by hand); the next compaction heals it, and until then
          * a listing shows what the files say. The manifest is not rewritten on hits; the
          * sidecar's mtime has the last use. */
-        jit__cache_entry_name(name, out[i].hash, ".json");
+        jit__cache_entry_name(name, e->hash, ".json");
         if (fstatat(c->dirfd, name, &fst, AT_SYMLINK_NOFOLLOW) != 0)
             continue; /* a phantom: no sidecar, no entry */
-        out[i].last_used = jit__cache_mtime(&fst);
-        jit__cache_entry_name(name, out[i].hash, ".cubin");
+        e->last_used = jit__cache_mtime(&fst);
+        jit__cache_entry_name(name, e->hash, ".cubin");
         if (fstatat(c->dirfd, name, &fst, AT_SYMLINK_NOFOLLOW) != 0 ||
-            (uint64_t)fst.st_size != out[i].size) {
+            (uint64_t)fst.st_size != e->size) {
             /* Not the index's size: the sidecar decides, and an entry it does not vouch for
              * is not listed (get would not load it either). */
-            if (jit__cache_check_entry(c, hash, 0, &out[i], NULL, NULL, why, sizeof(why)) !=
+            char hash[JIT_KEY_HASH_LEN + 1];
+            memcpy(hash, e->hash, sizeof(hash));
+            if (jit__cache_check_entry(c, hash, 0, e, NULL, NULL, why, sizeof(why)) !=
                 JIT__CHECK_OK)
                 continue;
         }
-        i++;
+        if (kept != i)
+            out[kept] = *e;
+        kept++;
     }
-    json_decref(ents);
-    qsort(out, i, sizeof(*out), cmp_entry);
+    if (!out) /* an empty index: callers get an array they may free either way */
+        out = calloc(1, sizeof(*out));
+    if (!out)
+        return jit__fail(d, JIT_OUT_OF_MEMORY, "cache list: out of memory");
     *entries = out;
-    *count = i;
+    *count = kept;
     return JIT_OK;
 }
 

@@ -5,7 +5,7 @@
 # read. A crash or sanitizer report stops the script with the failing input saved as
 # build-fuzz/tests/fuzz/fuzz_<name>-crash-*; add it to tests/fuzz/corpus/<name>/ with the fix.
 #
-#   scripts/fuzz.sh [SECONDS] [NAME...]      NAME: shapes manifest sidecar toolchains cubin archive
+#   scripts/fuzz.sh [SECONDS] [NAME...]      NAME: shapes manifest index_read sidecar toolchains cubin archive
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,7 +13,7 @@ BUILD="$ROOT/build-fuzz"
 seconds="${1:-300}"
 shift || true
 names=("$@")
-[ "${#names[@]}" -gt 0 ] || names=(shapes manifest sidecar toolchains cubin archive)
+[ "${#names[@]}" -gt 0 ] || names=(shapes manifest index_read sidecar toolchains cubin archive)
 case "$seconds" in
 '' | *[!0-9]*) echo "fuzz: SECONDS must be a whole number, not '$seconds'" >&2 && exit 2 ;;
 esac

@@ -345,3 +345,159 @@ Test(cache_concurrency, first_hit_in_a_fresh_process_ignores_manifest_size, .tim
     jt_rmtree(dir);
     free(dir);
 }
+
+/* ---- concurrent prewarms of one shape list (issue 8) ------------------------------------- */
+
+/* One entry in two token bands: two kernels, for sm_90a, whose kernels compile fastest. */
+static const char k_prewarm_list[] =
+    "{\"target\": {\"arch\": \"sm_90a\", \"sm_count\": 132}, \"gemms\": [\n"
+    "  {\"name\": \"proj\", \"op\": \"linear\", \"n\": 256, \"k\": 128, \"tokens\": [1, 300]}\n"
+    "]}\n";
+enum { PREWARMS = 8, PREWARM_KERNELS = 2 };
+
+/* Start `jitgemm prewarm LIST --json --jobs 1 --cache-dir CACHE` once the gate opens; its
+ * stdout and stderr go to work/out.<index> and work/err.<index>. */
+static pid_t spawn_prewarm(int gate[2], const char *work, const char *list, const char *cache,
+                           int index) {
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        close(gate[1]);
+        char out[4200], err[4200];
+        snprintf(out, sizeof(out), "%s/out.%d", work, index);
+        snprintf(err, sizeof(err), "%s/err.%d", work, index);
+        int ofd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int efd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (ofd < 0 || efd < 0)
+            _exit(120);
+        wait_for_gate(gate[0]);
+        dup2(ofd, 1);
+        dup2(efd, 2);
+        execl(JITGEMM_CLI_PATH, JITGEMM_CLI_PATH, "prewarm", list, "--json", "--jobs", "1",
+              "--cache-dir", cache, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+typedef struct prewarm_run {
+    int rc[PREWARMS];
+    char *out[PREWARMS], *err[PREWARMS];
+} prewarm_run_t;
+
+/* PREWARMS prewarms of one list into `cache`, released at once. */
+static void run_prewarms(const char *work, const char *cache, prewarm_run_t *run) {
+    char list[4200];
+    snprintf(list, sizeof(list), "%s/shapes.json", work);
+    cr_assert_eq(jt_write_file(list, k_prewarm_list), 0);
+    pid_t pids[PREWARMS];
+    int gate[2];
+    cr_assert_eq(pipe(gate), 0);
+    for (int i = 0; i < PREWARMS; i++)
+        pids[i] = spawn_prewarm(gate, work, list, cache, i);
+    close(gate[0]);
+    close(gate[1]);
+    for (int i = 0; i < PREWARMS; i++) {
+        int status = 0;
+        cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
+        cr_assert(WIFEXITED(status), "prewarm %d died (signal %d)", i, WTERMSIG(status));
+        run->rc[i] = WEXITSTATUS(status);
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/out.%d", work, i);
+        run->out[i] = jt_read_file(path, NULL);
+        snprintf(path, sizeof(path), "%s/err.%d", work, i);
+        run->err[i] = jt_read_file(path, NULL);
+        cr_assert(run->out[i] && run->err[i]);
+    }
+}
+
+static void free_prewarms(prewarm_run_t *run) {
+    for (int i = 0; i < PREWARMS; i++) {
+        free(run->out[i]);
+        free(run->err[i]);
+    }
+}
+
+Test(cache_concurrency, eight_prewarms_of_one_list_compile_each_key_once, .timeout = 600) {
+    char *work = tc_mkdtemp("prewarm-8");
+    char cache[1024];
+    snprintf(cache, sizeof(cache), "%s/cache", work);
+    prewarm_run_t run;
+    run_prewarms(work, cache, &run);
+    /* Every key and how many of the prewarms compiled it. */
+    char keys[PREWARM_KERNELS][JIT_KEY_HASH_LEN + 1];
+    int compiles[PREWARM_KERNELS] = {0}, n_keys = 0;
+    for (int i = 0; i < PREWARMS; i++) {
+        cr_expect_eq(run.rc[i], 0, "prewarm %d exited %d: %s", i, run.rc[i], run.err[i]);
+        cr_expect(strstr(run.err[i], "stored in cache     2 of 2") != NULL,
+                  "prewarm %d: summary: %s", i, run.err[i]);
+        int lines = 0;
+        for (char *line = run.out[i]; *line;) {
+            char *end = strchr(line, '\n');
+            cr_assert_not_null(end);
+            json_t *o = json_loadb(line, (size_t)(end - line), 0, NULL);
+            cr_assert(json_is_object(o), "prewarm %d: %.*s", i, (int)(end - line), line);
+            const char *status = json_string_value(json_object_get(o, "status"));
+            const char *key = json_string_value(json_object_get(o, "key"));
+            cr_assert(status && key, "prewarm %d: %.*s", i, (int)(end - line), line);
+            cr_expect(!strcmp(status, "compiled") || !strcmp(status, "cached"), "%s", status);
+            int k = 0;
+            while (k < n_keys && strcmp(keys[k], key) != 0)
+                k++;
+            if (k == n_keys) {
+                cr_assert_lt(n_keys, PREWARM_KERNELS, "more keys than kernels in the list");
+                snprintf(keys[n_keys++], sizeof(keys[0]), "%s", key);
+            }
+            compiles[k] += !strcmp(status, "compiled");
+            json_decref(o);
+            lines++;
+            line = end + 1;
+        }
+        cr_expect_eq(lines, PREWARM_KERNELS, "prewarm %d printed %d lines", i, lines);
+    }
+    cr_assert_eq(n_keys, PREWARM_KERNELS);
+    for (int k = 0; k < n_keys; k++)
+        cr_expect_eq(compiles[k], 1, "key %s compiled %d times by %d prewarms", keys[k],
+                     compiles[k], PREWARMS);
+    /* What they said was stored is there, whole. */
+    jit__cache_t *c = tc_open(cache, 0);
+    jit__cache_entry_t *all = NULL;
+    size_t listed = 0, bad = 9;
+    cr_assert_eq(jit__cache_list(c, &all, &listed, NULL), JIT_OK);
+    cr_expect_eq(listed, PREWARM_KERNELS);
+    free(all);
+    for (int k = 0; k < n_keys; k++) {
+        jit__cache_entry_t e;
+        void *bin = NULL;
+        size_t size = 0;
+        int found = 0;
+        cr_expect_eq(jit__cache_get(c, keys[k], &e, &bin, &size, &found, NULL), JIT_OK);
+        cr_expect(found, "key %s is not on disk", keys[k]);
+        free(bin);
+    }
+    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
+    cr_expect_eq(bad, 0);
+    jit__cache_close(c);
+    free_prewarms(&run);
+    free(work);
+}
+
+/* A cache whose directory refuses writes (owner write bit clear: the library treats it as
+ * read-only, whoever runs it) stores nothing, and every prewarm must say so by its exit. */
+Test(cache_concurrency, eight_prewarms_into_a_cache_that_refuses_writes_all_fail, .timeout = 600) {
+    char *work = tc_mkdtemp("prewarm-8-ro");
+    char cache[1024];
+    snprintf(cache, sizeof(cache), "%s/cache", work);
+    jit__cache_close(tc_open(cache, 0));
+    cr_assert_eq(chmod(cache, 0500), 0);
+    prewarm_run_t run;
+    run_prewarms(work, cache, &run);
+    for (int i = 0; i < PREWARMS; i++) {
+        cr_expect_eq(run.rc[i], 1, "prewarm %d exited %d: %s", i, run.rc[i], run.err[i]);
+        cr_expect(strstr(run.err[i], "0 of 2 kernels") != NULL, "prewarm %d: %s", i, run.err[i]);
+    }
+    cr_assert_eq(chmod(cache, 0700), 0);
+    cr_expect_eq(tc_count_files(cache, "kernels"), 0);
+    free_prewarms(&run);
+    free(work);
+}

@@ -344,3 +344,76 @@ Test(clear_in_flight, young_temporaries_and_orphans_are_left_to_gc) {
     jit__cache_close(c);
     free(dir);
 }
+
+/* ---- a directory where the index should be (found by scripts/cache-faults.sh) ------------- */
+
+TestSuite(index_is_a_directory, .fini = tc_cleanup);
+
+static void index_replaced_by_a_directory(const char *name) {
+    char *dir = tc_mkdtemp("index-dir");
+    jit__cache_t *c = tc_open(dir, 0);
+    for (unsigned i = 0; i < 3; i++)
+        tc_put(c, i, 1000, NULL);
+    char path[4200], inside[4300];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(mkdir(path, 0700), 0);
+    snprintf(inside, sizeof(inside), "%s/inside", path);
+    cr_assert_eq(jt_write_file(inside, "x"), 0);
+    size_t bad = 0, removed = 0;
+    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
+    cr_expect_gt(bad, 0, "verify must report a directory named %s", name);
+    jit__diag_t d;
+    jit__diag_init(&d);
+    cr_expect_eq(jit__cache_gc(c, NULL, 0, 0, NULL, &removed, &d), JIT_OK, "gc: %s", d.msg);
+    jit__diag_clear(&d);
+    struct stat st;
+    cr_expect(lstat(path, &st) != 0 || S_ISREG(st.st_mode), "gc left %s a directory", name);
+    bad = 9;
+    cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
+    cr_expect_eq(bad, 0, "verify after gc");
+    for (unsigned i = 0; i < 3; i++)
+        cr_expect(tc_hit(c, i, 1000), "entry %u lost", i);
+    jit__cache_close(c);
+    free(dir);
+}
+
+Test(index_is_a_directory, manifest_json_is_replaced_by_gc) {
+    index_replaced_by_a_directory("manifest.json");
+}
+
+Test(index_is_a_directory, manifest_journal_is_removed_by_gc) {
+    index_replaced_by_a_directory("manifest.journal");
+}
+
+/* A publish does not fail for ever on it either: the directory is the index's, not an entry. */
+Test(index_is_a_directory, a_publish_replaces_it) {
+    const char *const names[] = {"manifest.json", "manifest.journal"};
+    for (int k = 0; k < 2; k++) {
+        char *dir = tc_mkdtemp("index-dir-put");
+        jit__cache_t *c = tc_open(dir, 0);
+        tc_put(c, 1, 1000, NULL);
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/%s", dir, names[k]);
+        cr_assert_eq(unlink(path), 0);
+        cr_assert_eq(mkdir(path, 0700), 0);
+        jit__cache_entry_t e;
+        tc_make_entry(&e, 2);
+        void *bin = tc_make_cubin(2, 1000);
+        jit__diag_t d;
+        jit__diag_init(&d);
+        cr_expect_eq(jit__cache_put(c, &e, bin, 1000, "src", NULL, &d), JIT_OK, "%s: %s", names[k],
+                     d.msg);
+        jit__diag_clear(&d);
+        free(bin);
+        struct stat st;
+        cr_expect(lstat(path, &st) == 0 && S_ISREG(st.st_mode), "%s is not a file again", names[k]);
+        jit__cache_entry_t *all = NULL;
+        size_t n = 0;
+        cr_assert_eq(jit__cache_list(c, &all, &n, NULL), JIT_OK);
+        cr_expect_eq(n, 2, "%s: %zu entries listed", names[k], n);
+        free(all);
+        jit__cache_close(c);
+        free(dir);
+    }
+}

@@ -184,6 +184,86 @@ Test(journal, stays_a_fraction_of_the_manifest) {
     free(dir);
 }
 
+/* Bytes of every file in kernels/: the usage the cap applies to. */
+static uint64_t kernels_bytes(const char *dir) {
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/kernels", dir);
+    DIR *d = opendir(path);
+    cr_assert_not_null(d);
+    uint64_t total = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+            total += (uint64_t)st.st_size;
+    }
+    closedir(d);
+    return total;
+}
+
+static int same_manifest(const struct stat *a, const struct stat *b) {
+    return a->st_ino == b->st_ino && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+           a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* A large cache at its cap: the publish that crosses it scans and evicts, and evicts enough
+ * that the next ones append again instead of each scanning the whole cache (issue 8). */
+Test(journal, a_large_cache_at_its_cap_does_not_rescan_on_every_publish) {
+    char *dir = tc_mkdtemp("journal-cap");
+    jit__cache_t *c = tc_open(dir, 0);
+    fill(c, 0, LARGE);
+    jit__cache_close(c);
+    uint64_t full = kernels_bytes(dir), one = full / LARGE;
+    /* Room for what is there and a fraction of one more entry. */
+    int64_t cap = (int64_t)(full + one / 2);
+    c = tc_open(dir, cap);
+    struct stat m0, m1;
+    cr_assert_eq(stat(top(dir, "manifest.json"), &m0), 0);
+    tc_put(c, 1000, SIZE, NULL); /* crosses the cap: a compaction that evicts */
+    cr_assert_eq(stat(top(dir, "manifest.json"), &m1), 0);
+    cr_assert(!same_manifest(&m0, &m1), "crossing the cap must compact");
+    uint64_t after = kernels_bytes(dir);
+    cr_expect_leq(after, (uint64_t)(cap - cap / 8), "evicted to %llu bytes of a %lld cap",
+                  (unsigned long long)after, (long long)cap);
+    for (unsigned i = 1001; i < 1009; i++) {
+        tc_put(c, i, SIZE, NULL);
+        struct stat m;
+        cr_assert_eq(stat(top(dir, "manifest.json"), &m), 0);
+        cr_expect(same_manifest(&m1, &m), "publish %u under the cap rewrote manifest.json", i);
+    }
+    for (unsigned i = 1000; i < 1009; i++)
+        cr_expect(tc_hit(c, i, SIZE), "entry %u was lost", i);
+    cr_expect_leq(kernels_bytes(dir), (uint64_t)cap);
+    cr_expect_eq(verify_bad(c), 0);
+    jit__cache_close(c);
+    free(dir);
+}
+
+/* A large cache filled exactly to its cap, whose keys are published again (a rebuilt kernel):
+ * each publish counts its bytes until the next scan, so without headroom every one of them
+ * would compact and evict nothing. */
+Test(journal, republishing_in_a_cache_full_to_its_cap_appends) {
+    char *dir = tc_mkdtemp("journal-cap-again");
+    jit__cache_t *c = tc_open(dir, 0);
+    fill(c, 0, LARGE);
+    jit__cache_close(c);
+    c = tc_open(dir, (int64_t)kernels_bytes(dir));
+    tc_put(c, 0, SIZE, NULL);
+    struct stat m0;
+    cr_assert_eq(stat(top(dir, "manifest.json"), &m0), 0);
+    for (unsigned i = 1; i < 9; i++) {
+        tc_put(c, i, SIZE, NULL);
+        struct stat m;
+        cr_assert_eq(stat(top(dir, "manifest.json"), &m), 0);
+        cr_expect(same_manifest(&m0, &m), "publish %u rewrote manifest.json", i);
+    }
+    for (unsigned i = 0; i < 9; i++)
+        cr_expect(tc_hit(c, i, SIZE), "entry %u was lost", i);
+    cr_expect_eq(verify_bad(c), 0);
+    jit__cache_close(c);
+    free(dir);
+}
+
 Test(journal, a_torn_last_line_is_ignored_reported_and_repaired) {
     char *dir = tc_mkdtemp("journal-torn");
     jit__cache_t *c = tc_open(dir, 0);

@@ -94,14 +94,6 @@ static void print_json_line(json_t *o) {
     json_decref(o);
 }
 
-static void print_compact(const char *json_text) {
-    json_t *j = json_loads(json_text, 0, NULL);
-    char *line = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    puts(line ? line : json_text);
-    free(line);
-    json_decref(j);
-}
-
 static int cache_fail(const char *what, jit__diag_t *d) {
     jit__cli_error("cache %s: %s", what, d->msg[0] ? d->msg : jit_status_string(d->status));
     return JIT_CLI_FAILED;
@@ -124,9 +116,9 @@ static int do_list(jit__cache_t *c, int json) {
     for (size_t i = 0; i < n; i++) {
         total += e[i].size;
         if (json) {
-            char *text = jit__cache_entry_to_json(&e[i]);
+            char *text = jit__cache_entry_to_json_line(&e[i]);
             if (text)
-                print_compact(text);
+                puts(text);
             free(text);
             continue;
         }
