@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Runs generated tcgen05 kernels on the functional model (tests/fmodel, docs/blackwell-rubin.md,
+# "Functional model"): per case, `fmodel gen` writes the kernel source, the host C++ compiler
+# builds it against the model's device headers (tests/fmodel/shim) as a shared object, and
+# `fmodel run` executes it over random data and compares with the FP64 reference.
+#
+#   scripts/fmodel.sh [--quick] [--fmodel PATH] [--cxx CXX] [--work DIR] [--seeds N] [CASE...]
+#
+# --quick: the CI subset (ctest fmodel_quick). Without CASE arguments and without --quick: the
+# full matrix. --seeds N runs every case under N scheduling seeds (default 1; 2 in the matrix).
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+fmodel="$root/build/fmodel"
+cxx=${CXX:-g++}
+work=""
+quick=0
+seeds=""
+cases=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --fmodel) fmodel=$2; shift ;;
+    --cxx) cxx=$2; shift ;;
+    --work) work=$2; shift ;;
+    --seeds) seeds=$2; shift ;;
+    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    -*) echo "fmodel.sh: unknown option $1" >&2; exit 2 ;;
+    *) cases+=("$1") ;;
+  esac
+  shift
+done
+if [ ! -x "$fmodel" ]; then
+  echo "fmodel.sh: $fmodel not found: build first (cmake --build build)" >&2
+  exit 2
+fi
+[ -n "$work" ] || work=$(mktemp -d)
+mkdir -p "$work"
+
+if [ ${#cases[@]} -eq 0 ]; then
+  if [ $quick = 1 ]; then
+    # One case per structural path, small enough for CI: 1-CTA FP4 (the first case), 2-CTA FP8
+    # with SwiGLU, FP32 out and a ragged M, unpacked FP4 in kind::mxf8f6f4 with an N-64 tile,
+    # and sm_107a's widened K with B-reuse, residual add and UE5M3 scales.
+    cases=(
+      "arch=sm_100a,fmt=nvfp4,cg=1,tile_n=128,m=200,n=256,k=512"
+      "arch=sm_103a,fmt=mxfp8,cg=2,tile_n=256,m=300,n=256,k=320,out=f32,epi=swiglu"
+      "arch=sm_100a,fmt=mixed,cg=1,tile_n=64,m=130,n=192,k=384,epi=add"
+      "arch=sm_107a,fmt=ue5m3,cg=2,tile_n=128,breuse=1,m=520,n=256,k=512,epi=add"
+    )
+    : "${seeds:=1}"
+  else
+    # Every kind x arch profile, 1- and 2-CTA, every tile N, every epilogue, both outputs,
+    # ragged M, N and K (K past the last full tile; M and N past the last tile), B-reuse on
+    # sm_107a (the only profile that plans it: it needs more than 512 TMEM columns).
+    for arch in sm_100a sm_103a sm_107a; do
+      for fmt in nvfp4 mxfp4 mxfp8 mixed ue5m3; do
+        [ $fmt = ue5m3 ] && [ $arch != sm_107a ] && continue
+        # Unpacked FP4 (kind::mxf8f6f4 on sm_100a/103a) needs K % 128 == 0.
+        k=544; kr=800; [ $fmt = mixed ] && [ $arch != sm_107a ] && k=384 && kr=640
+        cases+=("arch=$arch,fmt=$fmt,cg=1,tile_n=128,m=200,n=256,k=$k")
+        cases+=("arch=$arch,fmt=$fmt,cg=1,tile_n=64,m=64,n=200,k=$kr,out=f32,epi=add")
+        cases+=("arch=$arch,fmt=$fmt,cg=1,tile_n=192,m=129,n=192,k=$k,epi=swiglu")
+        cases+=("arch=$arch,fmt=$fmt,cg=2,tile_n=256,m=300,n=384,k=$k,epi=add")
+        cases+=("arch=$arch,fmt=$fmt,cg=2,tile_n=128,m=520,n=256,k=$kr,epi=swiglu,out=f32")
+        cases+=("arch=$arch,fmt=$fmt,cg=2,tile_n=64,m=100,n=96,k=$k")
+        if [ $arch = sm_107a ]; then
+          cases+=("arch=$arch,fmt=$fmt,cg=2,tile_n=128,breuse=1,m=520,n=256,k=$k,epi=swiglu")
+          cases+=("arch=$arch,fmt=$fmt,cg=2,tile_n=192,breuse=1,m=700,n=200,k=$kr,epi=add,out=f32")
+        fi
+      done
+    done
+    : "${seeds:=2}"
+  fi
+fi
+: "${seeds:=1}"
+
+fail=0
+n=0
+for c in "${cases[@]}"; do
+  n=$((n + 1))
+  dir="$work/case$n"
+  mkdir -p "$dir"
+  if ! name=$("$fmodel" gen "$c" "$dir/kernel.cu"); then
+    echo "FAIL gen $c"; fail=$((fail + 1)); continue
+  fi
+  if ! "$cxx" -std=c++17 -O1 -fPIC -shared -w -I"$root/tests/fmodel/shim" -I"$root/kernel_src" \
+      -DFM_KERNEL_SOURCE="\"$dir/kernel.cu\"" -DFM_KERNEL_NAME="$name" \
+      "$root/tests/fmodel/fm_kernel.cpp" -o "$dir/kernel.so" 2>"$dir/compile.log"; then
+    echo "FAIL compile $c (see $dir/compile.log)"; head -20 "$dir/compile.log"
+    fail=$((fail + 1)); continue
+  fi
+  for s in $(seq 1 "$seeds"); do
+    start=$(date +%s.%N)
+    if out=$("$fmodel" run "$c" "$dir/kernel.so" --seed "$s" 2>&1); then
+      printf 'ok   %-80s seed %d  %.1fs\n' "$c" "$s" "$(echo "$(date +%s.%N) - $start" | bc)"
+    else
+      echo "FAIL $c seed $s"
+      echo "$out" | head -30
+      fail=$((fail + 1))
+    fi
+  done
+done
+echo "fmodel.sh: $n cases, $fail failures"
+[ $fail = 0 ]
