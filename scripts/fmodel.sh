@@ -4,7 +4,7 @@
 # builds it against the model's device headers (tests/fmodel/shim) as a shared object, and
 # `fmodel run` executes it over random data and compares with the FP64 reference.
 #
-#   scripts/fmodel.sh [--quick] [--fmodel PATH] [--cxx CXX] [--work DIR] [--seeds N] [CASE...]
+#   scripts/fmodel.sh [--quick] [--controls] [--fmodel PATH] [--cxx CXX] [--work DIR] [--seeds N] [CASE...]
 #
 # --quick: the CI subset (ctest fmodel_quick). Without CASE arguments and without --quick: the
 # full matrix. --seeds N runs every case under N scheduling seeds (default 1; 2 in the matrix).
@@ -14,11 +14,13 @@ fmodel="$root/build/fmodel"
 cxx=${CXX:-g++}
 work=""
 quick=0
+controls=0
 seeds=""
 cases=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
+    --controls) controls=1 ;;
     --fmodel) fmodel=$2; shift ;;
     --cxx) cxx=$2; shift ;;
     --work) work=$2; shift ;;
@@ -83,7 +85,7 @@ for c in "${cases[@]}"; do
   if ! name=$("$fmodel" gen "$c" "$dir/kernel.cu"); then
     echo "FAIL gen $c"; fail=$((fail + 1)); continue
   fi
-  if ! "$cxx" -std=c++17 -O1 -fPIC -shared -w -I"$root/tests/fmodel/shim" -I"$root/kernel_src" \
+  if ! "$cxx" -std=c++17 -O1 -fPIC -shared -w -Wno-psabi -I"$root/tests/fmodel/shim" -I"$root/kernel_src" \
       -DFM_KERNEL_SOURCE="\"$dir/kernel.cu\"" -DFM_KERNEL_NAME="$name" \
       "$root/tests/fmodel/fm_kernel.cpp" -o "$dir/kernel.so" 2>"$dir/compile.log"; then
     echo "FAIL compile $c (see $dir/compile.log)"; head -20 "$dir/compile.log"
@@ -100,5 +102,41 @@ for c in "${cases[@]}"; do
     fi
   done
 done
+# Negative controls (with --quick, or --controls): kernels with one known defect each, made by
+# editing a copy of kernel_src/tcgen05/device; the model must reject every one. They show that
+# a passing case means something: a wrong operand layout gives wrong numbers, and a missing
+# synchronisation gives a hazard or a deadlock even when the numbers come out right.
+control() { # NAME FILE SED-EXPRESSION CASE
+  local name=$1 file=$2 expr=$3 c=$4 dir="$work/control-$1"
+  rm -rf "$dir"; mkdir -p "$dir/tcgen05"
+  cp -r "$root/kernel_src/tcgen05/device" "$dir/tcgen05/"
+  sed -i "$expr" "$dir/tcgen05/device/$file"
+  if cmp -s "$root/kernel_src/tcgen05/device/$file" "$dir/tcgen05/device/$file"; then
+    echo "FAIL control $name: the edit no longer applies to $file"; fail=$((fail + 1)); return
+  fi
+  local kname
+  kname=$("$fmodel" gen "$c" "$dir/kernel.cu") &&
+  "$cxx" -std=c++17 -O1 -fPIC -shared -w -Wno-psabi -I"$root/tests/fmodel/shim" -I"$dir" \
+    -I"$root/kernel_src" -DFM_KERNEL_SOURCE="\"$dir/kernel.cu\"" -DFM_KERNEL_NAME="$kname" \
+    "$root/tests/fmodel/fm_kernel.cpp" -o "$dir/kernel.so" 2>"$dir/compile.log" || {
+    echo "FAIL control $name: does not build"; fail=$((fail + 1)); return; }
+  local out
+  if out=$("$fmodel" run "$c" "$dir/kernel.so" --seed 1 2>&1); then
+    echo "FAIL control $name: the model accepted a broken kernel"; fail=$((fail + 1))
+  else
+    printf 'ok   control %-22s rejected: %s\n' "$name" "$(echo "$out" | grep -m1 -E 'HAZARD|DEADLOCK|ERROR|FAIL')"
+  fi
+}
+if [ $quick = 1 ] || [ $controls = 1 ]; then
+  cc="arch=sm_100a,fmt=mxfp8,cg=1,tile_n=128,m=520,n=256,k=256"
+  control no-proxy-fence epilogue.cuh 's/sm100::fence_proxy_async();/(void)0;/' "$cc"
+  control c-stage-reuse epilogue.cuh 's/bulk_wait_read<P::C_STAGES - 1>/bulk_wait_read<P::C_STAGES>/' "$cc"
+  control no-full-wait mma.cuh 's/mbar::wait(c.smem + P::OFF_FULL + 8 \* s, (it \/ P::STAGES) \& 1);/(void)0;/' "$cc"
+  control no-acc-empty-wait mma.cuh '/mbar::wait_cluster(c.smem + P::OFF_ACC_EMPTY + 8 \* (tile % P::ACC_STAGES),/{N;s/.*/                (void)0;/}' "$cc"
+  control sf-id-dropped mma.cuh 's/(sf_id(K) << 30)/0u/g' "$cc"
+  control c-unswizzled epilogue.cuh 's/return lin ^ (((lin >> 7) \& P::C_SWIZZLE_MASK) << 4);/return lin;/' "$cc"
+  control empty-parity producer.cuh 's/((it \/ P::STAGES) \& 1) ^ 1);/(it \/ P::STAGES) \& 1);/' "$cc"
+fi
+
 echo "fmodel.sh: $n cases, $fail failures"
 [ $fail = 0 ]

@@ -254,11 +254,12 @@ void report_hazard(const char *kind, const char *space, int cta, uint32_t where_
     M->hazards++;
     int wa = agent_a / 2, wb = agent_b / 2;
     fprintf(stderr,
-            "fmodel: HAZARD %s on %s of CTA %d at 0x%x: %s%s warp %d (CTA %d) at %s:%d is not "
-            "ordered after %s%s warp %d (CTA %d) at %s:%d\n",
-            kind, space, cta, where_off, agent_a % 2 ? "async op of " : "", "", wa % M->nwarps,
-            wa / M->nwarps, base_name(a.file), a.line, agent_b % 2 ? "async op of " : "", "",
-            wb % M->nwarps, wb / M->nwarps, base_name(b.file), b.line);
+            "fmodel: HAZARD %s on %s of CTA %d at 0x%x: %s of CTA %d warp %d at %s:%d is not "
+            "ordered after %s of CTA %d warp %d at %s:%d\n",
+            kind, space, cta, where_off, agent_a % 2 ? "an async operation" : "an access",
+            wa / M->nwarps, wa % M->nwarps, base_name(a.file), a.line,
+            agent_b % 2 ? "an async operation" : "an access", wb / M->nwarps, wb % M->nwarps,
+            base_name(b.file), b.line);
 }
 
 void access(Cell &c, int agent, const VC &vc, bool write, const char *file, int line,
