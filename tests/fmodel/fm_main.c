@@ -11,7 +11,9 @@
  *
  * CASE is comma-separated key=value: arch (sm_100a, sm_103a, sm_107a), fmt (nvfp4, mxfp4, mxfp8,
  * mixed, ue5m3), cg (1, 2), tile_n (64..256, 0: planner), breuse (0, 1), epi (linear, add,
- * swiglu), out (bf16, f32), m, n, k, clusters (clusters in the grid).
+ * swiglu), out (bf16, f32), m, n, k, clusters (clusters in the grid), band (the token band the
+ * plan is made for, 0-4; default: the band of m, so a large-M plan can run on a small M),
+ * fallback (how many of the preferred-cluster regions run as fallback-shape clusters).
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -30,7 +32,8 @@
 
 typedef struct fm_case {
     char arch[16], fmt[16];
-    int cg, tile_n, breuse, clusters;
+    int cg, tile_n, breuse, clusters, band; /* band -1: the band of m */
+    int fallback; /* clusters launched in the fallback shape */
     jit_epilogue_t epi;
     jit_dtype_t out;
     int64_t m, n, k;
@@ -47,6 +50,7 @@ static int parse_case(const char *text, fm_case_t *c) {
     c->n = 256;
     c->k = 512;
     c->clusters = 2;
+    c->band = -1;
     char *dup = strdup(text), *save = NULL;
     int ok = 1;
     for (char *tok = strtok_r(dup, ",", &save); tok && ok; tok = strtok_r(NULL, ",", &save)) {
@@ -67,6 +71,10 @@ static int parse_case(const char *text, fm_case_t *c) {
             c->tile_n = atoi(v);
         else if (!strcmp(key, "breuse"))
             c->breuse = atoi(v);
+        else if (!strcmp(key, "fallback"))
+            c->fallback = atoi(v);
+        else if (!strcmp(key, "band"))
+            c->band = atoi(v);
         else if (!strcmp(key, "clusters"))
             c->clusters = atoi(v);
         else if (!strcmp(key, "m"))
@@ -127,7 +135,7 @@ static int make_plan(const fm_case_t *c, jit__gemm_spec_t *spec, jit__plan_t *pl
     jit__tc_variant_t v = {c->cg, c->tile_n, c->breuse ? 1 : -1};
     jit__diag_t d;
     jit__diag_init(&d);
-    jit_status_t st = jit__plan_tc_make_variant(spec, jit__token_band(c->m), ap->default_sm_count,
+    jit_status_t st = jit__plan_tc_make_variant(spec, c->band >= 0 ? c->band : jit__token_band(c->m), ap->default_sm_count,
                                                 ap, &v, plan, &d);
     if (st != JIT_OK) {
         fprintf(stderr, "fmodel: plan: %s\n", d.msg);
@@ -308,7 +316,14 @@ static int cmd_run(const fm_case_t *c, const char *so, uint64_t seed, double yie
 
     const jit__tc_launch_dims_t *unused = NULL;
     (void)unused;
-    uint32_t slots = 0;
+    /* As jit__tc_launch_dims sizes them: every region may split into fallback clusters. */
+    int split = plan.fallback_cluster_m ? plan.cluster_m / plan.fallback_cluster_m : 1;
+    uint32_t slots = plan.fallback_cluster_m ? (uint32_t)(c->clusters * split) : 0;
+    if (c->fallback > c->clusters || (c->fallback && !plan.fallback_cluster_m)) {
+        fprintf(stderr, "fmodel: fallback=%d: the plan has %s\n", c->fallback,
+                plan.fallback_cluster_m ? "fewer clusters" : "no fallback cluster shape");
+        return 2;
+    }
     void *ws = zalloc(jit__tc_workspace_bytes(slots));
     jit__driver_t drv;
     memset(&drv, 0, sizeof(drv));
@@ -338,6 +353,9 @@ static int cmd_run(const fm_case_t *c, const char *so, uint64_t seed, double yie
     L.grid[2] = (unsigned)c->clusters;
     L.cluster[0] = (unsigned)plan.cluster_m;
     L.cluster[1] = (unsigned)plan.cluster_n;
+    L.fb_cluster[0] = (unsigned)plan.fallback_cluster_m;
+    L.fb_cluster[1] = (unsigned)plan.fallback_cluster_n;
+    L.fb_regions = (unsigned)c->fallback;
     L.threads = (unsigned)plan.threads;
     L.smem_bytes = plan.smem_bytes;
     L.arch = !strcmp(c->arch, "sm_107a") ? 107 : !strcmp(c->arch, "sm_103a") ? 103 : 100;
@@ -348,10 +366,11 @@ static int cmd_run(const fm_case_t *c, const char *so, uint64_t seed, double yie
     L.verbose = verbose;
     if (verbose)
         fprintf(stderr,
-                "fmodel: %s %s cta_group::%d tile %dx%dx%d, %d stages, cluster %dx%d x %d, "
-                "M %lld N %lld K %lld\n",
+                "fmodel: %s %s cta_group::%d tile %dx%dx%d, %d stages, cluster %dx%d (fallback "
+                "%dx%d) x %d, M %lld N %lld K %lld\n",
                 c->arch, c->fmt, tc->cta_group, plan.tile_m, plan.tile_n, plan.tile_k,
-                tc->smem.stages, plan.cluster_m, plan.cluster_n, c->clusters, (long long)m,
+                tc->smem.stages, plan.cluster_m, plan.cluster_n, plan.fallback_cluster_m,
+                plan.fallback_cluster_n, c->clusters, (long long)m,
                 (long long)n, (long long)k);
     int rc = fm_run(&L);
     if (rc == 2)

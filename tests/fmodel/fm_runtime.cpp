@@ -107,6 +107,7 @@ struct Mbar {
 struct Cta {
     int index = 0, cluster = 0, rank = 0;
     unsigned bx = 0, by = 0, bz = 0;
+    unsigned cx = 1, cy = 1; /* the shape of the cluster this CTA runs in */
     std::vector<uint8_t> smem;
     std::vector<uint32_t> tmem; /* [128 lanes][capacity columns] */
     int alloc_base = -1, alloc_cols = 0;
@@ -768,7 +769,7 @@ void tmem_alloc(int cg, int cols, bool exclusive, uint32_t dst, const char *file
         fatal(file, line, "tcgen05.alloc after relinquish_alloc_permit");
     if (c.alloc_base >= 0)
         fatal(file, line, "a second tcgen05.alloc in CTA %d is not modelled", c.index);
-    if (cg == 2 && M->L.cluster[0] * M->L.cluster[1] < 2)
+    if (cg == 2 && my_cluster().ctas.size() < 2)
         fatal(file, line, "cta_group::2 allocation outside a CTA pair");
     c.alloc_base = 0;
     c.alloc_cols = cols;
@@ -1186,13 +1187,13 @@ uint32_t cluster_reg(int which) {
     case 0:
         return (uint32_t)c.rank;
     case 1:
-        return c.bx % M->L.cluster[0];
+        return c.bx % c.cx;
     case 2:
-        return c.by % M->L.cluster[1];
+        return c.by % c.cy;
     case 3:
-        return M->L.cluster[0];
+        return c.cx;
     default:
-        return M->L.cluster[1];
+        return c.cy;
     }
 }
 
@@ -1366,12 +1367,10 @@ extern "C" int fm_run(const fm_launch_t *L) {
     M->desc_bits = L->arch == 107 ? 15 : 14;
     M->packed_mixed = L->arch == 107;
     unsigned ncta = L->grid[0] * L->grid[1] * L->grid[2];
-    unsigned csize = L->cluster[0] * L->cluster[1];
     M->nwarps = (int)(L->threads / 32);
     M->nagents = 2 * M->nwarps * (int)ncta;
     M->ctas.resize(ncta);
-    unsigned nclx = L->grid[0] / L->cluster[0], ncly = L->grid[1] / L->cluster[1];
-    M->clusters.resize(nclx * ncly * L->grid[2]);
+    std::map<std::pair<unsigned, unsigned>, int> cluster_of; /* (z, cluster in region) */
     for (unsigned z = 0; z < L->grid[2]; z++)
         for (unsigned y = 0; y < L->grid[1]; y++)
             for (unsigned x = 0; x < L->grid[0]; x++) {
@@ -1381,17 +1380,24 @@ extern "C" int fm_run(const fm_launch_t *L) {
                 c.bx = x;
                 c.by = y;
                 c.bz = z;
-                c.cluster = (int)(x / L->cluster[0] + nclx * (y / L->cluster[1] + ncly * z));
-                c.rank = (int)(x % L->cluster[0] + L->cluster[0] * (y % L->cluster[1]));
+                bool fb = z < L->fb_regions;
+                c.cx = fb ? L->fb_cluster[0] : L->cluster[0];
+                c.cy = fb ? L->fb_cluster[1] : L->cluster[1];
+                unsigned in_region = x / c.cx + (L->grid[0] / c.cx) * (y / c.cy);
+                auto key = std::make_pair(z, in_region);
+                if (!cluster_of.count(key)) {
+                    cluster_of[key] = (int)M->clusters.size();
+                    M->clusters.emplace_back();
+                    M->clusters.back().ctas.assign(c.cx * c.cy, -1);
+                }
+                c.cluster = cluster_of[key];
+                c.rank = (int)(x % c.cx + c.cx * (y % c.cy));
                 c.smem.assign(RESERVED + L->smem_bytes, 0xA5);
                 c.tmem.assign((size_t)128 * (size_t)M->capacity, 0x7FC0DEADu);
                 c.sshadow.resize(c.smem.size() / 16);
                 c.tshadow.resize((size_t)4 * (size_t)M->capacity);
                 c.live = (int)L->threads;
-                Cluster &cl = M->clusters[(size_t)c.cluster];
-                if (cl.ctas.empty())
-                    cl.ctas.assign(csize, -1);
-                cl.ctas[(size_t)c.rank] = (int)i;
+                M->clusters[(size_t)c.cluster].ctas[(size_t)c.rank] = (int)i;
             }
     for (Cluster &cl : M->clusters) {
         cl.cur.c.assign((size_t)M->nagents, 0);

@@ -15,6 +15,10 @@ extern "C" {
 typedef struct fm_launch {
     unsigned grid[3];    /* CTAs; grid[0] and grid[1] are multiples of the cluster */
     unsigned cluster[2]; /* CTAs per cluster along x and y */
+    /* Mixed-cluster launch: the first fb_regions preferred-cluster regions of the grid (by z)
+     * run as clusters of fb_cluster CTAs, as the hardware may launch them. */
+    unsigned fb_cluster[2];
+    unsigned fb_regions;
     unsigned threads;    /* per CTA */
     unsigned smem_bytes; /* dynamic shared memory per CTA */
     int arch;            /* 100, 103 or 107: the hardware rules the model applies */
