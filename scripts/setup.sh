@@ -26,7 +26,9 @@ NVDISASM_WHEEL_VERSION=13.5.37
 # clang and libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes: only a recommendation
 # of clang, which --no-install-recommends skips; 14 is Debian 12's clang) build the fuzz
 # harnesses (tests/fuzz). gcc's sanitizer runtimes, for the JITGEMM_SANITIZE build, come with gcc.
-APT_PACKAGES=(gcc make cmake pkg-config libjansson-dev libcriterion-dev libxxhash-dev clang
+# g++ builds the functional model and compiles the generated tcgen05 kernels as host C++ for it
+# (tests/fmodel, ctest fmodel_quick).
+APT_PACKAGES=(gcc g++ make cmake pkg-config libjansson-dev libcriterion-dev libxxhash-dev clang
     libclang-rt-14-dev)
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

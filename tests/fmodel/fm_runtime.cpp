@@ -254,6 +254,14 @@ void report_hazard(const char *kind, const char *space, int cta, uint32_t where_
         return;
     M->hazards++;
     int wa = agent_a / 2, wb = agent_b / 2;
+    if (&a == &b) {
+        fprintf(stderr,
+                "fmodel: HAZARD %s on %s of CTA %d at 0x%x: %s of CTA %d warp %d at %s:%d reads "
+                "what nothing wrote\n",
+                kind, space, cta, where_off, agent_a % 2 ? "an async operation" : "an access",
+                wa / M->nwarps, wa % M->nwarps, base_name(a.file), a.line);
+        return;
+    }
     fprintf(stderr,
             "fmodel: HAZARD %s on %s of CTA %d at 0x%x: %s of CTA %d warp %d at %s:%d is not "
             "ordered after %s of CTA %d warp %d at %s:%d\n",
@@ -271,6 +279,10 @@ void access(Cell &c, int agent, const VC &vc, bool write, const char *file, int 
     me.line = line;
     if (c.r.empty())
         c.r.resize((size_t)M->nagents);
+    /* Every byte the modelled operations read (TMA boxes, scale chunks, C slabs, accumulators,
+     * scale columns) is first written by one of them in a correct kernel. */
+    if (!write && c.w_agent < 0)
+        report_hazard("read-of-unwritten-data", space, cta, off, agent, me, agent, me);
     if (c.w_agent >= 0 && c.w_agent != agent && vc.c[(size_t)c.w_agent] < c.w.clock)
         report_hazard(write ? "write-after-write" : "read-before-write", space, cta, off, agent, me,
                       c.w_agent, c.w);
