@@ -146,6 +146,10 @@ if [ $quick = 1 ] || [ $controls = 1 ]; then
   control sf-id-dropped mma.cuh 's/(sf_id(K) << 30)/0u/g' "$cc"
   control c-unswizzled epilogue.cuh 's/return lin ^ (((lin >> 7) \& P::C_SWIZZLE_MASK) << 4);/return lin;/' "$cc"
   control empty-parity producer.cuh 's/((it \/ P::STAGES) \& 1) ^ 1);/(it \/ P::STAGES) \& 1);/' "$cc"
+  # Overlapping accumulator stages drained forwards: the early release hands back columns the
+  # epilogue has not read yet.
+  control forward-drain epilogue.cuh 's/sub = as == 0 ? P::EPI_SUBTILES - 1 - j : j;/sub = j;/' \
+    "arch=sm_100a,fmt=nvfp4,cg=2,tile_n=256,m=300,n=768,k=544,epi=add,clusters=1"
   # sm_107a operands past 256 KiB with sm_100's 14-bit start field: the address wraps.
   control desc-field-14-bits mma.cuh 's/(u64)((addr >> 4) \& P::DESC_ADDR_MASK)/(u64)((addr >> 4) \& 0x3FFFu)/' \
     "arch=sm_107a,fmt=nvfp4,cg=2,tile_n=128,m=520,n=256,k=800,clusters=1"
