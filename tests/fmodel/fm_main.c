@@ -315,8 +315,6 @@ static int cmd_run(const fm_case_t *c, const char *so, uint64_t seed, double yie
         res[i] = bf16_bits(((int)(rnd() % 2001) - 1000) / 64.0);
     memset(dout, 0xFF, d_bytes + guard); /* NaN in BF16 and FP32: an unwritten element shows */
 
-    const jit__tc_launch_dims_t *unused = NULL;
-    (void)unused;
     /* As jit__tc_launch_dims sizes them: every region may split into fallback clusters. */
     int split = plan.fallback_cluster_m ? plan.cluster_m / plan.fallback_cluster_m : 1;
     uint32_t slots = plan.fallback_cluster_m ? (uint32_t)(c->clusters * split) : 0;

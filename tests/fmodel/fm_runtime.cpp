@@ -27,7 +27,6 @@
 #include <string.h>
 #include <ucontext.h>
 
-#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -57,7 +56,6 @@ struct Access {
     uint32_t clock = 0;
     const char *file = nullptr;
     int line = 0;
-    int lane = 0;
 };
 
 /* Shadow state of one 16-byte shared-memory granule or one TMEM (lane quarter, column). */
@@ -93,7 +91,6 @@ struct Warp {
     VC open;                /* async clock of the stores not committed yet */
     bool fill_valid = false;
     uint64_t fill_bdesc = 0;
-    int ld_pending = 0;
 };
 
 struct Mbar {
@@ -731,7 +728,9 @@ void bulk_commit(const char *file, int line) {
     w.groups.push_back(w.open);
 }
 
-/* Completion is only guaranteed for all but the newest `pending` groups: only those order. */
+/* Completion is only guaranteed for all but the newest `pending` groups: only those order.
+ * `.read` (the sources have been read) and the full wait order the same here: the model tracks
+ * the stores' shared-memory reads, not their global writes. */
 void bulk_wait(int pending, bool read, const char *file, int line) {
     (void)read;
     maybe_yield(file, line);
@@ -1134,11 +1133,10 @@ void tmem_ld16(uint32_t taddr, uint32_t r[16], const char *file, int line) {
     if (f.lane == 0)
         for (int j = 0; j < 16; j++)
             tmem_access(c, f.warp % 4, col + j, w.gen, w.gvc, false, file, line);
-    w.ld_pending = 1;
 }
 
 void tmem_wait_ld(const char *file, int line) {
-    W().ld_pending = 0;
+    /* tcgen05.ld completes at issue in the model: nothing to wait for. */
     maybe_yield(file, line);
 }
 
