@@ -813,6 +813,16 @@ void tmem_dealloc(int cg, uint32_t taddr, int cols, bool exclusive, const char *
     if (c.alloc_base < 0 || (int)(taddr & 0xFFFF) != c.alloc_base || cols != c.alloc_cols)
         fatal(file, line, "tcgen05.dealloc of %d columns at 0x%x does not match the allocation",
               cols, taddr);
+    /* Freeing is a write of every column: each MMA, copy and load of them (this CTA's or the
+     * pair leader's) must be ordered before it. */
+    Warp &w = W();
+    for (int q = 0; q < 4; q++)
+        for (int col = c.alloc_base; col < c.alloc_base + c.alloc_cols; col++) {
+            Cell &cell = c.tshadow[(size_t)(q * M->capacity + col)];
+            if (cell.w_agent >= 0 || !cell.r.empty())
+                tmem_access(c, q, col, w.gen, w.gvc, true, file, line);
+            cell = Cell();
+        }
     c.alloc_base = -1;
 }
 
