@@ -4,7 +4,8 @@
  *
  * Execution: every thread of the grid is a fiber (ucontext); one scheduler picks the next
  * runnable fiber at random from a seed. A fiber runs until it blocks (mbarrier wait, warp
- * collective, cluster barrier) or yields at a wrapper call (seeded chance). Warp-collective
+ * collective, cluster barrier) or yields: at every wait, and at other wrapper calls by a seeded
+ * chance. Warp-collective
  * instructions (elect, shuffles, ballot, bar.warp.sync, tcgen05.alloc/ld ...) are rendezvous of
  * the 32 lane fibers. No runnable fiber while some are unfinished is a deadlock: every waiting
  * fiber is reported with its kernel line.
