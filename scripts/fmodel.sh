@@ -43,13 +43,14 @@ if [ ${#cases[@]} -eq 0 ]; then
     # One case per structural path, small enough for CI: 1-CTA FP4 (the first case), 2-CTA FP8
     # with SwiGLU, FP32 out and a ragged M, unpacked FP4 in kind::mxf8f6f4 with an N-64 tile,
     # sm_107a's widened K with B-reuse, residual add and UE5M3 scales, and a mixed-cluster
-    # launch (two of three regions as fallback 2x1 clusters under a 4x1 preferred plan).
+    # launch with A multicast (one of two regions as a fallback 2x2 cluster under a 4x2
+    # preferred one; cluster N 2 is forced: the planner never picks it).
     cases=(
       "arch=sm_100a,fmt=nvfp4,cg=1,tile_n=128,m=200,n=256,k=512"
       "arch=sm_103a,fmt=mxfp8,cg=2,tile_n=256,m=300,n=512,k=320,out=f32,epi=swiglu,clusters=1"
       "arch=sm_100a,fmt=mixed,cg=1,tile_n=64,m=130,n=192,k=384,epi=add,clusters=1"
       "arch=sm_107a,fmt=ue5m3,cg=2,tile_n=128,breuse=1,m=520,n=256,k=512,epi=add"
-      "arch=sm_100a,fmt=nvfp4,cg=2,tile_n=128,band=0,m=600,n=256,k=512,clusters=3,fallback=2"
+      "arch=sm_100a,fmt=nvfp4,cg=2,tile_n=64,band=0,m=600,n=512,k=512,cluster_n=2,clusters=2,fallback=1"
     )
     : "${seeds:=1}"
   else
@@ -73,6 +74,11 @@ if [ ${#cases[@]} -eq 0 ]; then
         # Mixed-cluster launches: plans of the small-M bands have a fallback shape.
         cases+=("arch=$arch,fmt=$fmt,cg=2,tile_n=128,band=0,m=600,n=256,k=$k,clusters=3,fallback=2")
         cases+=("arch=$arch,fmt=$fmt,cg=1,tile_n=256,band=2,m=300,n=512,k=$k,clusters=3,fallback=3")
+        # A multicast along a forced cluster N of 2 (the planner always picks 1).
+        if [ $fmt = nvfp4 ] || [ $fmt = mixed ]; then
+          cases+=("arch=$arch,fmt=$fmt,cg=1,tile_n=128,band=2,m=300,n=512,k=$k,cluster_n=2,clusters=1")
+          cases+=("arch=$arch,fmt=$fmt,cg=2,tile_n=64,band=0,m=600,n=512,k=$k,cluster_n=2,fallback=1")
+        fi
         if [ $arch = sm_107a ]; then
           cases+=("arch=$arch,fmt=$fmt,cg=2,tile_n=128,breuse=1,m=520,n=256,k=$k,epi=swiglu,clusters=1")
           cases+=("arch=$arch,fmt=$fmt,cg=2,tile_n=192,breuse=1,m=700,n=200,k=$kr,epi=add,out=f32")

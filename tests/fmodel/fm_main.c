@@ -13,7 +13,8 @@
  * mixed, ue5m3), cg (1, 2), tile_n (64..256, 0: planner), breuse (0, 1), epi (linear, add,
  * swiglu), out (bf16, f32), m, n, k, clusters (clusters in the grid), band (the token band the
  * plan is made for, 0-4; default: the band of m, so a large-M plan can run on a small M),
- * fallback (how many of the preferred-cluster regions run as fallback-shape clusters).
+ * fallback (how many of the preferred-cluster regions run as fallback-shape clusters),
+ * cluster_n (force a cluster this wide along N, with A multicast: a plan the planner never makes).
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -34,6 +35,7 @@ typedef struct fm_case {
     char arch[16], fmt[16];
     int cg, tile_n, breuse, clusters, band; /* band -1: the band of m */
     int fallback;                           /* clusters launched in the fallback shape */
+    int cluster_n; /* 0: the planner's; else forced, with A multicast along it */
     jit_epilogue_t epi;
     jit_dtype_t out;
     int64_t m, n, k;
@@ -71,6 +73,8 @@ static int parse_case(const char *text, fm_case_t *c) {
             c->tile_n = atoi(v);
         else if (!strcmp(key, "breuse"))
             c->breuse = atoi(v);
+        else if (!strcmp(key, "cluster_n"))
+            c->cluster_n = atoi(v);
         else if (!strcmp(key, "fallback"))
             c->fallback = atoi(v);
         else if (!strcmp(key, "band"))
@@ -141,6 +145,15 @@ static int make_plan(const fm_case_t *c, jit__gemm_spec_t *spec, jit__plan_t *pl
     if (st != JIT_OK) {
         fprintf(stderr, "fmodel: plan: %s\n", d.msg);
         return 0;
+    }
+    if (c->cluster_n > 0) {
+        /* The planner always picks cluster N 1, which leaves the kernel's A-multicast path
+         * unused; forcing a wider cluster runs that code (a plan the library never makes). */
+        jit__tc_plan_t *tc = jit__tc_of(plan);
+        plan->cluster_n = tc->cluster_n = c->cluster_n;
+        tc->a.multicast = c->cluster_n > 1;
+        if (plan->fallback_cluster_m)
+            plan->fallback_cluster_n = tc->fallback_cluster_n = c->cluster_n;
     }
     return 1;
 }
