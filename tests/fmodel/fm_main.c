@@ -376,6 +376,25 @@ static int cmd_run(const fm_case_t *c, const char *so, uint64_t seed, double yie
     L.seed = seed;
     L.yield_prob = yield_prob;
     L.verbose = verbose;
+    static const char *const buf_names[JIT_TC_BUF_COUNT] = {
+        "barriers", "TMEM address", "A", "B", "SFA", "SFB", "C staging"};
+    for (int i = 0; i < JIT_TC_BUF_COUNT; i++) {
+        const jit__tc_smem_buffer_t *bb = &tc->smem.buffers[i];
+        fm_region_t r = {buf_names[i], bb->offset, bb->stage_bytes, (uint32_t)bb->count};
+        L.smem_regions[L.n_smem_regions++] = r;
+    }
+    for (int i = 0; i < tc->tmem.acc_stages; i++) {
+        fm_region_t r = {i ? "accumulator stage 1" : "accumulator stage 0",
+                         (uint32_t)tc->tmem.acc[i].first_column, (uint32_t)tc->tmem.acc[i].columns,
+                         1};
+        L.tmem_regions[L.n_tmem_regions++] = r;
+    }
+    fm_region_t sfa_cols = {"SFA scale columns", (uint32_t)tc->tmem.sfa_first_column,
+                            (uint32_t)tc->tmem.sfa_columns, 1};
+    fm_region_t sfb_cols = {"SFB scale columns", (uint32_t)tc->tmem.sfb_first_column,
+                            (uint32_t)tc->tmem.sfb_columns, 1};
+    L.tmem_regions[L.n_tmem_regions++] = sfa_cols;
+    L.tmem_regions[L.n_tmem_regions++] = sfb_cols;
     if (verbose)
         fprintf(stderr,
                 "fmodel: %s %s cta_group::%d tile %dx%dx%d, %d stages, cluster %dx%d (fallback "

@@ -76,6 +76,8 @@ struct Fiber {
     const char *wfile = nullptr, *what = nullptr;
     int wline = 0;
     uint32_t cl_arrivals = 0, cl_waits = 0;
+    int64_t wbar = -1; /* the mbarrier (CTA << 32 | offset) it waits on */
+    uint32_t wparity = 0;
 };
 
 struct Warp {
@@ -244,6 +246,27 @@ VC &async_begin(Warp &w) {
     return w.avc;
 }
 
+/* What the plan keeps at a shared-window offset or a TMEM column, for messages. */
+std::string region_of(bool tmem, uint32_t off) {
+    std::string out;
+    const fm_region_t *r = tmem ? M->L.tmem_regions : M->L.smem_regions;
+    int n = tmem ? M->L.n_tmem_regions : M->L.n_smem_regions;
+    uint32_t x = tmem ? (off & 0xFFFF) : off - RESERVED;
+    for (int i = 0; i < n; i++) {
+        uint32_t stride = r[i].stride ? r[i].stride : 1;
+        if (x < r[i].first || x >= r[i].first + stride * r[i].count)
+            continue;
+        char buf[96];
+        if (r[i].count > 1)
+            snprintf(buf, sizeof(buf), "%s%s stage %u", out.empty() ? "" : ", ", r[i].name,
+                     (x - r[i].first) / stride);
+        else
+            snprintf(buf, sizeof(buf), "%s%s", out.empty() ? "" : ", ", r[i].name);
+        out += buf;
+    }
+    return out.empty() ? "outside the plan's buffers" : out;
+}
+
 void report_hazard(const char *kind, const char *space, int cta, uint32_t where_off, int agent_a,
                    const Access &a, int agent_b, const Access &b) {
     char key[512];
@@ -255,19 +278,20 @@ void report_hazard(const char *kind, const char *space, int cta, uint32_t where_
     int wa = agent_a / 2, wb = agent_b / 2;
     if (&a == &b) {
         fprintf(stderr,
-                "fmodel: HAZARD %s on %s of CTA %d at 0x%x: %s of CTA %d warp %d at %s:%d reads "
-                "what nothing wrote\n",
-                kind, space, cta, where_off, agent_a % 2 ? "an async operation" : "an access",
-                wa / M->nwarps, wa % M->nwarps, base_name(a.file), a.line);
+                "fmodel: HAZARD %s on %s of CTA %d at 0x%x (%s): %s of CTA %d warp %d at %s:%d "
+                "reads what nothing wrote\n",
+                kind, space, cta, where_off, region_of(space[0] == 'T', where_off).c_str(),
+                agent_a % 2 ? "an async operation" : "an access", wa / M->nwarps, wa % M->nwarps,
+                base_name(a.file), a.line);
         return;
     }
     fprintf(stderr,
-            "fmodel: HAZARD %s on %s of CTA %d at 0x%x: %s of CTA %d warp %d at %s:%d is not "
-            "ordered after %s of CTA %d warp %d at %s:%d\n",
-            kind, space, cta, where_off, agent_a % 2 ? "an async operation" : "an access",
-            wa / M->nwarps, wa % M->nwarps, base_name(a.file), a.line,
-            agent_b % 2 ? "an async operation" : "an access", wb / M->nwarps, wb % M->nwarps,
-            base_name(b.file), b.line);
+            "fmodel: HAZARD %s on %s of CTA %d at 0x%x (%s): %s of CTA %d warp %d at %s:%d is "
+            "not ordered after %s of CTA %d warp %d at %s:%d\n",
+            kind, space, cta, where_off, region_of(space[0] == 'T', where_off).c_str(),
+            agent_a % 2 ? "an async operation" : "an access", wa / M->nwarps, wa % M->nwarps,
+            base_name(a.file), a.line, agent_b % 2 ? "an async operation" : "an access",
+            wb / M->nwarps, wb % M->nwarps, base_name(b.file), b.line);
 }
 
 void access(Cell &c, int agent, const VC &vc, bool write, const char *file, int line,
@@ -1175,8 +1199,11 @@ void mbar_wait(uint32_t bar, uint32_t parity, const char *file, int line) {
     uint32_t off;
     Cta &c = shared_loc(bar, 8, &off, true, file, line);
     Mbar &m = mbar_at(c, off, file, line);
+    F().wbar = (int64_t)((uint64_t)c.index << 32 | off);
+    F().wparity = parity & 1;
     while ((m.phase & 1) == (parity & 1))
         block_on(m.waiters, "mbarrier wait", file, line);
+    F().wbar = -1;
     acquire(W(), m.done);
 }
 
@@ -1464,9 +1491,18 @@ extern "C" int fm_run(const fm_launch_t *L) {
             std::map<std::string, int> sites;
             for (Fiber &f : M->fibers)
                 if (!f.done) {
-                    char buf[256];
-                    snprintf(buf, sizeof(buf), "CTA %d warp %d: %s at %s:%d", f.cta, f.warp,
-                             f.what ? f.what : "?", base_name(f.wfile), f.wline);
+                    char buf[512], bar[200] = "";
+                    if (f.wbar >= 0) {
+                        uint32_t off = (uint32_t)f.wbar;
+                        const Mbar &m = M->mbars[(uint64_t)f.wbar];
+                        snprintf(bar, sizeof(bar),
+                                 " on 0x%x (%s): phase %u in progress, waiting for parity %u, "
+                                 "%u arrivals and %lld bytes outstanding",
+                                 off, region_of(false, off).c_str(), m.phase, f.wparity, m.pending,
+                                 (long long)m.tx);
+                    }
+                    snprintf(buf, sizeof(buf), "CTA %d warp %d: %s at %s:%d%s", f.cta, f.warp,
+                             f.what ? f.what : "?", base_name(f.wfile), f.wline, bar);
                     sites[buf]++;
                 }
             for (auto &s : sites)

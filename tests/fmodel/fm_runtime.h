@@ -12,6 +12,13 @@
 extern "C" {
 #endif
 
+/* A named part of shared memory (offsets from the dynamic base, `count` stages of `stride`
+ * bytes) or of TMEM (columns), for messages. */
+typedef struct fm_region {
+    const char *name;
+    uint32_t first, stride, count;
+} fm_region_t;
+
 typedef struct fm_launch {
     unsigned grid[3];    /* CTAs; grid[0] and grid[1] are multiples of the cluster */
     unsigned cluster[2]; /* CTAs per cluster along x and y */
@@ -27,6 +34,8 @@ typedef struct fm_launch {
     uint64_t seed;     /* scheduling and elect.sync choices */
     double yield_prob; /* chance of a switch at a wrapper call that does not block */
     int verbose;
+    fm_region_t smem_regions[8], tmem_regions[4];
+    int n_smem_regions, n_tmem_regions;
 } fm_launch_t;
 
 /* Runs every thread of the grid to completion. 0: ran, no hazard. 1: ran, hazards reported.
