@@ -44,13 +44,14 @@ if [ ${#cases[@]} -eq 0 ]; then
     # with SwiGLU, FP32 out and a ragged M, unpacked FP4 in kind::mxf8f6f4 with an N-64 tile,
     # sm_107a's widened K with B-reuse, residual add and UE5M3 scales, and a mixed-cluster
     # launch with A multicast (one of two regions as a fallback 2x2 cluster under a 4x2
-    # preferred one; cluster N 2 is forced: the planner never picks it).
+    # preferred one; cluster N 2 is forced: the planner never picks it), launched twice over
+    # one workspace (the kernel's tail reset).
     cases=(
       "arch=sm_100a,fmt=nvfp4,cg=1,tile_n=128,m=200,n=256,k=512"
       "arch=sm_103a,fmt=mxfp8,cg=2,tile_n=256,m=300,n=512,k=320,out=f32,epi=swiglu,clusters=1"
       "arch=sm_100a,fmt=mixed,cg=1,tile_n=64,m=130,n=192,k=384,epi=add,clusters=1"
       "arch=sm_107a,fmt=ue5m3,cg=2,tile_n=128,breuse=1,m=520,n=256,k=512,epi=add"
-      "arch=sm_100a,fmt=nvfp4,cg=2,tile_n=64,band=0,m=600,n=512,k=512,cluster_n=2,clusters=2,fallback=1"
+      "arch=sm_100a,fmt=nvfp4,cg=2,tile_n=64,band=0,m=600,n=512,k=512,cluster_n=2,clusters=2,fallback=1,launches=2"
     )
     : "${seeds:=1}"
   else
@@ -156,6 +157,8 @@ if [ $quick = 1 ] || [ $controls = 1 ]; then
   # epilogue has not read yet.
   control forward-drain epilogue.cuh 's/sub = as == 0 ? P::EPI_SUBTILES - 1 - j : j;/sub = j;/' \
     "arch=sm_100a,fmt=nvfp4,cg=2,tile_n=256,m=300,n=768,k=544,epi=add,clusters=1"
+  # The last CTA no longer resets the work counter: the next launch finds no work.
+  control no-tail-reset kernel.cuh 's/v->work_counter = 0;/(void)0;/' "$cc,launches=2"
   # sm_107a operands past 256 KiB with sm_100's 14-bit start field: the address wraps.
   control desc-field-14-bits mma.cuh 's/(u64)((addr >> 4) \& P::DESC_ADDR_MASK)/(u64)((addr >> 4) \& 0x3FFFu)/' \
     "arch=sm_107a,fmt=nvfp4,cg=2,tile_n=128,m=520,n=256,k=800,clusters=1"

@@ -14,7 +14,8 @@
  * swiglu), out (bf16, f32), m, n, k, clusters (clusters in the grid), band (the token band the
  * plan is made for, 0-4; default: the band of m, so a large-M plan can run on a small M),
  * fallback (how many of the preferred-cluster regions run as fallback-shape clusters),
- * cluster_n (force a cluster this wide along N, with A multicast: a plan the planner never makes).
+ * cluster_n (force a cluster this wide along N, with A multicast: a plan the planner never makes),
+ * launches (grids run one after another over the same workspace).
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -36,6 +37,7 @@ typedef struct fm_case {
     int cg, tile_n, breuse, clusters, band; /* band -1: the band of m */
     int fallback;                           /* clusters launched in the fallback shape */
     int cluster_n; /* 0: the planner's; else forced, with A multicast along it */
+    int launches;  /* grids run one after another over one workspace */
     jit_epilogue_t epi;
     jit_dtype_t out;
     int64_t m, n, k;
@@ -53,6 +55,7 @@ static int parse_case(const char *text, fm_case_t *c) {
     c->k = 512;
     c->clusters = 2;
     c->band = -1;
+    c->launches = 1;
     char *dup = strdup(text), *save = NULL;
     int ok = 1;
     for (char *tok = strtok_r(dup, ",", &save); tok && ok; tok = strtok_r(NULL, ",", &save)) {
@@ -73,6 +76,8 @@ static int parse_case(const char *text, fm_case_t *c) {
             c->tile_n = atoi(v);
         else if (!strcmp(key, "breuse"))
             c->breuse = atoi(v);
+        else if (!strcmp(key, "launches"))
+            c->launches = atoi(v);
         else if (!strcmp(key, "cluster_n"))
             c->cluster_n = atoi(v);
         else if (!strcmp(key, "fallback"))
@@ -402,9 +407,26 @@ static int cmd_run(const fm_case_t *c, const char *so, uint64_t seed, double yie
                 c->arch, c->fmt, tc->cta_group, plan.tile_m, plan.tile_n, plan.tile_k,
                 tc->smem.stages, plan.cluster_m, plan.cluster_n, plan.fallback_cluster_m,
                 plan.fallback_cluster_n, c->clusters, (long long)m, (long long)n, (long long)k);
-    int rc = fm_run(&L);
-    if (rc == 2)
-        return 2;
+    /* The kernel's last CTA resets the workspace (the tail reset), so a second launch over the
+     * same workspace must run as the first: `launches` > 1 checks that, and every launch must
+     * leave the workspace zeroed. */
+    int rc = 0;
+    size_t ws_bytes = jit__tc_workspace_bytes(slots);
+    for (int l = 0; l < c->launches; l++) {
+        memset(dout, 0xFF, d_bytes + guard);
+        L.seed = seed + (uint64_t)l;
+        rc |= fm_run(&L);
+        if (rc & 2)
+            return 2;
+        for (size_t i = 0; i < ws_bytes; i++)
+            if (((const uint8_t *)ws)[i]) {
+                fprintf(
+                    stderr,
+                    "fmodel: FAIL: launch %d left workspace byte %zu non-zero (no tail reset)\n",
+                    l + 1, i);
+                return 1;
+            }
+    }
 
     jit__ref_blockscaled(&spec, m, a, lda, b, ldb, sfa, sfb,
                          c->epi == JIT_EPILOGUE_LINEAR_ADD ? res : NULL, n, alpha, ref, mag);

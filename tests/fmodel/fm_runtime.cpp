@@ -76,7 +76,9 @@ struct Fiber {
     const char *wfile = nullptr, *what = nullptr;
     int wline = 0;
     uint32_t cl_arrivals = 0, cl_waits = 0;
-    int64_t wbar = -1; /* the mbarrier (CTA << 32 | offset) it waits on */
+    int64_t wbar = -1;           /* the mbarrier (CTA << 32 | offset) it waits on */
+    const char *yfile = nullptr; /* where it last gave way */
+    int yline = 0;
     uint32_t wparity = 0;
 };
 
@@ -145,6 +147,7 @@ struct Model {
     std::map<std::string, int> hazard_seen;
     int hazards = 0;
     long cp_after_mma = 0;
+    uint64_t progress = 0; /* events that move the kernel on: phases, barriers, exits, ops */
 };
 
 Model *M = nullptr;
@@ -206,6 +209,8 @@ void block_on(std::vector<int> &wl, const char *what, const char *file, int line
     f.what = what;
     f.wfile = file;
     f.wline = line;
+    f.yfile = file;
+    f.yline = line;
     wl.push_back(M->current);
     switch_out();
     f.what = nullptr;
@@ -377,6 +382,7 @@ Mbar &mbar_at(Cta &cta, uint32_t off, const char *file, int line, bool need_init
 
 void mbar_complete_check(Mbar &m) {
     if (m.pending == 0 && m.tx == 0) {
+        M->progress++;
         m.phase++;
         m.done.join(m.cur);
         m.pending = m.count;
@@ -467,6 +473,7 @@ void fiber_main(unsigned lo, unsigned hi) {
     M->L.entry(M->L.params);
     f.done = true;
     M->live--;
+    M->progress++;
     Cta &cta = M->ctas[(size_t)f.cta];
     if (--cta.live == 0) {
         cta.exited = true;
@@ -604,8 +611,8 @@ dim3_t block_dim() {
 }
 
 void maybe_yield(const char *file, int line) {
-    (void)file;
-    (void)line;
+    F().yfile = file;
+    F().yline = line;
     if (chance())
         yield_now();
 }
@@ -1270,6 +1277,7 @@ void cluster_arrive(const char *file, int line) {
     if (++cl.arrived == cl.ctas.size() * M->L.threads) {
         cl.arrived = 0;
         cl.gen++;
+        M->progress++;
         cl.done.join(cl.cur);
         wake(cl.waiters);
     }
@@ -1484,7 +1492,33 @@ extern "C" int fm_run(const fm_launch_t *L) {
     }
     M->live = (int)M->fibers.size();
     int rc = 0;
+    /* Threads that only spin (a polled global flag, nanosleep) stay runnable forever: a run of
+     * this many switches with no barrier phase, cluster barrier or thread exit is a livelock. */
+    const uint64_t livelock_steps = 20000000;
+    uint64_t steps = 0, last_progress = 0, progress_at = 0;
     while (M->live > 0 && !M->aborted) {
+        if (M->progress != last_progress) {
+            last_progress = M->progress;
+            progress_at = steps;
+        } else if (steps - progress_at > livelock_steps) {
+            fprintf(stderr,
+                    "fmodel: LIVELOCK: %llu switches without progress; %d threads "
+                    "unfinished\n",
+                    (unsigned long long)livelock_steps, M->live);
+            std::map<std::string, int> sites;
+            for (Fiber &f : M->fibers)
+                if (!f.done) {
+                    char buf[256];
+                    snprintf(buf, sizeof(buf), "CTA %d warp %d: last switch at %s:%d", f.cta,
+                             f.warp, base_name(f.yfile), f.yline);
+                    sites[buf]++;
+                }
+            for (auto &site : sites)
+                fprintf(stderr, "  %s (%d lanes)\n", site.first.c_str(), site.second);
+            rc = 2;
+            break;
+        }
+        steps++;
         if (M->runnable.empty()) {
             fprintf(stderr, "fmodel: DEADLOCK: no runnable thread, %d unfinished. Waiting:\n",
                     M->live);
