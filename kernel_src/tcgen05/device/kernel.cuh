@@ -9,8 +9,9 @@
  * calls Tcgen05Kernel<P>::run from its entry point. The roles live in cta.cuh, scheduler.cuh,
  * producer.cuh, mma.cuh and epilogue.cuh.
  *
- * Nothing here has run: no Blackwell or Rubin GPU was available. It is compiled by ptxas
- * (through nvJitLink) for every target in the compile matrix and checked statically.
+ * Nothing here has run on hardware: no Blackwell or Rubin GPU was available. It is compiled by
+ * ptxas (through nvJitLink) for every target in the compile matrix and checked statically, and
+ * it runs as host C++ on the functional model in tests/fmodel (docs/blackwell-rubin.md).
  */
 #ifndef JITGEMM_TCGEN05_KERNEL_CUH
 #define JITGEMM_TCGEN05_KERNEL_CUH
