@@ -333,14 +333,28 @@ static int cmd_run(const fm_case_t *c, const char *so, uint64_t seed, double yie
         res[i] = bf16_bits(((int)(rnd() % 2001) - 1000) / 64.0);
     memset(dout, 0xFF, d_bytes + guard); /* NaN in BF16 and FP32: an unwritten element shows */
 
-    /* As jit__tc_launch_dims sizes them: every region may split into fallback clusters. */
-    int split = plan.fallback_cluster_m ? plan.cluster_m / plan.fallback_cluster_m : 1;
-    uint32_t slots = plan.fallback_cluster_m ? (uint32_t)(c->clusters * split) : 0;
     if (c->fallback > c->clusters || (c->fallback && !plan.fallback_cluster_m)) {
         fprintf(stderr, "fmodel: fallback=%d: the plan has %s\n", c->fallback,
                 plan.fallback_cluster_m ? "fewer clusters" : "no fallback cluster shape");
         return 2;
     }
+    /* The host's grid sizing, with the occupancies a device holding `clusters` preferred-size
+     * regions would report, of which all but `fallback` start as preferred clusters. */
+    jit__diag_t d;
+    jit__diag_init(&d);
+    int split = plan.fallback_cluster_m ? plan.cluster_m / plan.fallback_cluster_m : 1;
+    jit__tc_launch_dims_t dims;
+    if (jit__tc_launch_dims(&plan, c->clusters - c->fallback, c->clusters * split, &dims, &d) !=
+        JIT_OK) {
+        fprintf(stderr, "fmodel: launch dimensions: %s\n", d.msg);
+        return 2;
+    }
+    if (dims.grid[2] != (unsigned)c->clusters) {
+        fprintf(stderr, "fmodel: the host sized %u clusters, the case asks for %d\n", dims.grid[2],
+                c->clusters);
+        return 2;
+    }
+    uint32_t slots = dims.token_slots;
     void *ws = zalloc(jit__tc_workspace_bytes(slots));
     jit__driver_t drv;
     memset(&drv, 0, sizeof(drv));
@@ -355,8 +369,6 @@ static int cmd_run(const fm_case_t *c, const char *so, uint64_t seed, double yie
     ops.d = dout;
     jit__tc_shape_t shape = {m, n, k, 0, 0, 0};
     jit__tc_params_t params;
-    jit__diag_t d;
-    jit__diag_init(&d);
     const float alpha = 0.75f;
     if (jit__tc_params_build(&drv, &plan, &shape, &ops, alpha, 0, ws, slots, &params, &d) !=
         JIT_OK) {
@@ -365,13 +377,15 @@ static int cmd_run(const fm_case_t *c, const char *so, uint64_t seed, double yie
     }
     fm_launch_t L;
     memset(&L, 0, sizeof(L));
-    L.grid[0] = (unsigned)plan.cluster_m;
-    L.grid[1] = (unsigned)plan.cluster_n;
-    L.grid[2] = (unsigned)c->clusters;
-    L.cluster[0] = (unsigned)plan.cluster_m;
-    L.cluster[1] = (unsigned)plan.cluster_n;
-    L.fb_cluster[0] = (unsigned)plan.fallback_cluster_m;
-    L.fb_cluster[1] = (unsigned)plan.fallback_cluster_n;
+    /* With a fallback shape, CLUSTER_DIMENSION is the fallback and PREFERRED_CLUSTER_DIMENSION
+     * the preferred one (jit__tc_launch_config). */
+    int pref = dims.preferred_cluster[0] != 0;
+    for (int i = 0; i < 3; i++)
+        L.grid[i] = dims.grid[i];
+    for (int i = 0; i < 2; i++) {
+        L.cluster[i] = pref ? dims.preferred_cluster[i] : dims.cluster[i];
+        L.fb_cluster[i] = pref ? dims.cluster[i] : 0;
+    }
     L.fb_regions = (unsigned)c->fallback;
     L.threads = (unsigned)plan.threads;
     L.smem_bytes = plan.smem_bytes;
