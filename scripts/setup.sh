@@ -32,7 +32,9 @@ PY_TEST_PACKAGES=(pytest==8.3.5 setuptools==75.3.0 wheel==0.45.1)
 # clang and libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes: only a recommendation
 # of clang, which --no-install-recommends skips; 14 is Debian 12's clang) build the fuzz
 # harnesses (tests/fuzz). gcc's sanitizer runtimes, for the JITGEMM_SANITIZE build, come with gcc.
-APT_PACKAGES=(gcc make cmake pkg-config libjansson-dev libcriterion-dev libxxhash-dev clang
+# g++ builds the functional model and compiles the generated tcgen05 kernels as host C++ for it
+# (tests/fmodel, ctest fmodel_quick).
+APT_PACKAGES=(gcc g++ make cmake pkg-config libjansson-dev libcriterion-dev libxxhash-dev clang
     libclang-rt-14-dev)
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

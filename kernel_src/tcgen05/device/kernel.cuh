@@ -9,8 +9,9 @@
  * calls Tcgen05Kernel<P>::run from its entry point. The roles live in cta.cuh, scheduler.cuh,
  * producer.cuh, mma.cuh and epilogue.cuh.
  *
- * Nothing here has run: no Blackwell or Rubin GPU was available. It is compiled by ptxas
- * (through nvJitLink) for every target in the compile matrix and checked statically.
+ * Nothing here has run on hardware: no Blackwell or Rubin GPU was available. It is compiled by
+ * ptxas (through nvJitLink) for every target in the compile matrix and checked statically, and
+ * it runs as host C++ on the functional model in tests/fmodel (docs/blackwell-rubin.md).
  */
 #ifndef JITGEMM_TCGEN05_KERNEL_CUH
 #define JITGEMM_TCGEN05_KERNEL_CUH
@@ -56,8 +57,12 @@ template <class P> struct Tcgen05Kernel {
         /* Descriptors hold the absolute address >> 4 in a field of DESC_ADDR_MASK's width, and
          * the dynamic window starts after a reserved block the planner assumed (1 KiB): on a
          * device that reserves more, the last operand stage would wrap to a low address and
-         * the MMAs would read the wrong bytes without any fault. Stop instead. */
-        if (c.smem + P::OPERAND_END > P::DESC_ADDR_LIMIT)
+         * the MMAs would read the wrong bytes without any fault. Stop instead. Only the
+         * offset inside the CTA's window counts: a shared::cta address is also the CTA's
+         * shared::cluster address and carries its cluster rank from bit 24 up (the peer bit the
+         * cta_group::2 TMA clears to name the pair leader's barrier), which the descriptor's
+         * start field never holds. Comparing the whole address trapped in every odd CTA. */
+        if ((c.smem & 0x00FFFFFFu) + P::OPERAND_END > P::DESC_ADDR_LIMIT)
             device_trap();
         if (threadIdx.x == 0)
             TcCta<P>::barriers_init(c);
