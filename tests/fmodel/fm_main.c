@@ -210,12 +210,14 @@ static int cmd_gen(const fm_case_t *c, const char *out) {
     jit__plan_t plan;
     if (!make_plan(c, &spec, &plan))
         return 2;
-    jit__toolchain_id_t id = {13, 5, 13, 5};
     jit__key_t key;
-    jit__key_make(&plan, &id, plan.arch->native_target, 0, &key);
     char *src = NULL;
     jit__diag_t d;
     jit__diag_init(&d);
+    if (jit__key_make(&plan, plan.arch->native_target, 0, &key, &d) != JIT_OK) {
+        fprintf(stderr, "fmodel: key: %s\n", d.msg);
+        return 2;
+    }
     if (jit__generate(&plan, &key, &src, &d) != JIT_OK) {
         fprintf(stderr, "fmodel: generate: %s\n", d.msg);
         return 2;
