@@ -69,22 +69,6 @@ const char jit__cli_cache_help[] =
     "\n"
     "Exit status: 0 success, 1 failure (or verify found damage), 2 bad command line.\n";
 
-static void format_size(uint64_t bytes, char *out, size_t outsz) {
-    if (bytes >= (1u << 20))
-        snprintf(out, outsz, "%.1f MiB", (double)bytes / (1 << 20));
-    else if (bytes >= 1024)
-        snprintf(out, outsz, "%.1f KiB", (double)bytes / 1024);
-    else
-        snprintf(out, outsz, "%llu B", (unsigned long long)bytes);
-}
-
-static void format_time(int64_t t, char *out, size_t outsz) {
-    time_t tt = (time_t)t;
-    struct tm tm;
-    if (t <= 0 || !localtime_r(&tt, &tm) || !strftime(out, outsz, "%Y-%m-%d %H:%M:%S", &tm))
-        snprintf(out, outsz, "-");
-}
-
 /* One JSON object per line; takes the reference to o. */
 static void print_json_line(json_t *o) {
     char *line = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -124,14 +108,14 @@ static int do_list(jit__cache_t *c, int json) {
         }
         char target[32], size[32], used[32];
         snprintf(target, sizeof(target), "%s%s", e[i].target, e[i].fallback ? " (fallback)" : "");
-        format_size(e[i].size, size, sizeof(size));
-        format_time(e[i].last_used, used, sizeof(used));
+        jit__cli_format_bytes(e[i].size, size, sizeof(size));
+        jit__cli_format_time(e[i].last_used, used, sizeof(used));
         printf("%-32s  %-8s %-19s %-24s %10s %5d  %s\n", e[i].hash, e[i].arch, target,
                e[i].kernel_name, size, e[i].registers, used);
     }
     if (!json) {
         char size[32];
-        format_size(total, size, sizeof(size));
+        jit__cli_format_bytes(total, size, sizeof(size));
         printf("%zu %s, %s, in %s\n", n, n == 1 ? "entry" : "entries", size, jit__cache_dir(c));
     }
     free(e);

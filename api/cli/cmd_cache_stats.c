@@ -69,24 +69,6 @@ static uint64_t kernels_folder_bytes(const char *dir) {
     return total;
 }
 
-static void format_bytes(uint64_t bytes, char *out, size_t outsz) {
-    if (bytes >= ((uint64_t)1 << 30))
-        snprintf(out, outsz, "%.1f GiB", (double)bytes / (double)((uint64_t)1 << 30));
-    else if (bytes >= (1u << 20))
-        snprintf(out, outsz, "%.1f MiB", (double)bytes / (1 << 20));
-    else if (bytes >= 1024)
-        snprintf(out, outsz, "%.1f KiB", (double)bytes / 1024);
-    else
-        snprintf(out, outsz, "%llu B", (unsigned long long)bytes);
-}
-
-static void format_when(int64_t t, char *out, size_t outsz) {
-    time_t tt = (time_t)t;
-    struct tm tm;
-    if (t <= 0 || !localtime_r(&tt, &tm) || !strftime(out, outsz, "%Y-%m-%d %H:%M:%S", &tm))
-        snprintf(out, outsz, "-");
-}
-
 static json_t *tallies_json(const tally_t *rows, size_t n, int with_fallback) {
     json_t *o = json_object();
     for (size_t i = 0; i < n; i++) {
@@ -175,11 +157,11 @@ int jit__cli_cache_stats(jit__cache_t *c, int json) {
         json_decref(o);
     } else {
         char b[32], dk[32], cp[32], old[32], now[32];
-        format_bytes(bytes, b, sizeof(b));
-        format_bytes(disk, dk, sizeof(dk));
-        format_bytes((uint64_t)cap, cp, sizeof(cp));
-        format_when(oldest, old, sizeof(old));
-        format_when(newest, now, sizeof(now));
+        jit__cli_format_bytes(bytes, b, sizeof(b));
+        jit__cli_format_bytes(disk, dk, sizeof(dk));
+        jit__cli_format_bytes((uint64_t)cap, cp, sizeof(cp));
+        jit__cli_format_time(oldest, old, sizeof(old));
+        jit__cli_format_time(newest, now, sizeof(now));
         printf("cache %s\n", jit__cache_dir(c));
         printf("  entries         %zu (%zu fallback)\n", n, fallback);
         printf("  cubins          %s\n", b);
@@ -190,7 +172,7 @@ int jit__cli_cache_stats(jit__cache_t *c, int json) {
         if (n_archs)
             printf("  by arch:\n");
         for (size_t i = 0; i < n_archs; i++) {
-            format_bytes(archs[i].bytes, b, sizeof(b));
+            jit__cli_format_bytes(archs[i].bytes, b, sizeof(b));
             printf("    %-10s %6zu %-7s %10s", archs[i].name, archs[i].entries,
                    archs[i].entries == 1 ? "entry" : "entries", b);
             if (archs[i].fallback)
@@ -200,7 +182,7 @@ int jit__cli_cache_stats(jit__cache_t *c, int json) {
         if (n_tcs)
             printf("  by toolchain:\n");
         for (size_t i = 0; i < n_tcs; i++) {
-            format_bytes(tcs[i].bytes, b, sizeof(b));
+            jit__cli_format_bytes(tcs[i].bytes, b, sizeof(b));
             printf("    %-26s %6zu %-7s %10s\n", tcs[i].name, tcs[i].entries,
                    tcs[i].entries == 1 ? "entry" : "entries", b);
         }

@@ -311,3 +311,21 @@ double jit__cli_now(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+void jit__cli_format_bytes(uint64_t bytes, char *out, size_t outsz) {
+    if (bytes >= ((uint64_t)1 << 30))
+        snprintf(out, outsz, "%.1f GiB", (double)bytes / (double)((uint64_t)1 << 30));
+    else if (bytes >= (1u << 20))
+        snprintf(out, outsz, "%.1f MiB", (double)bytes / (1 << 20));
+    else if (bytes >= 1024)
+        snprintf(out, outsz, "%.1f KiB", (double)bytes / 1024);
+    else
+        snprintf(out, outsz, "%llu B", (unsigned long long)bytes);
+}
+
+void jit__cli_format_time(int64_t t, char *out, size_t outsz) {
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (t <= 0 || !localtime_r(&tt, &tm) || !strftime(out, outsz, "%Y-%m-%d %H:%M:%S", &tm))
+        snprintf(out, outsz, "-");
+}
