@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_entries.h"
 #include "cache.h"
 
 #define LIST_TARGET_S 0.2
@@ -33,36 +34,10 @@
 #define JOURNAL_PUTS 20
 #define N_CACHES 3
 
-static void make_entry(jit__cache_entry_t *e, size_t seed) {
-    memset(e, 0, sizeof(*e));
-    snprintf(e->key_text, sizeof(e->key_text),
-             "jitgemm key=3 family=bench arch=sm_100a target=sm_100a n=%zu k=7168 tokens=1-16 "
-             "scales=ue8m0/32 epilogue=linear",
-             seed);
-    jit__hash_hex(e->key_text, strlen(e->key_text), e->hash);
-    snprintf(e->arch, sizeof(e->arch), "sm_100a");
-    snprintf(e->target, sizeof(e->target), "sm_100a");
-    e->toolchain = (jit__toolchain_id_t){13, 0, 13, 0};
-    e->generator_version = 3;
-    snprintf(e->kernel_name, sizeof(e->kernel_name), "jitgemm_bench_%zu", seed);
-    e->block[0] = 256;
-    e->block[1] = e->block[2] = 1;
-    e->cluster[0] = e->cluster[1] = e->cluster[2] = 1;
-    e->smem_bytes = 164096;
-    e->registers = 128;
-    e->compile_seconds = 0.25 + (double)(seed % 100) / 1000;
-}
-
 static int publish(jit__cache_t *c, size_t seed, unsigned char *cubin) {
     jit__cache_entry_t e;
-    make_entry(&e, seed);
-    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (size_t i = 0; i < CUBIN_BYTES; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        cubin[i] = (unsigned char)x;
-    }
+    bench_make_entry(&e, seed, "sm_100a");
+    bench_fill_random(cubin, CUBIN_BYTES, seed);
     jit__diag_t d;
     jit__diag_init(&d);
     jit_status_t st = jit__cache_put(c, &e, cubin, CUBIN_BYTES, "// bench source\n", NULL, &d);

@@ -45,42 +45,12 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_entries.h"
 #include "cache.h"
 
 #define PUBLISH_RATIO_TARGET 2.0
 #define HIT_TARGET_S 0.002
 #define LIST_TARGET_S 0.2
-
-static void make_entry(jit__cache_entry_t *e, size_t seed) {
-    memset(e, 0, sizeof(*e));
-    snprintf(e->key_text, sizeof(e->key_text),
-             "jitgemm key=3 family=bench arch=sm_90a target=sm_90a n=%zu k=7168 tokens=1-16 "
-             "scales=ue8m0/32 epilogue=linear",
-             seed);
-    jit__hash_hex(e->key_text, strlen(e->key_text), e->hash);
-    snprintf(e->arch, sizeof(e->arch), "sm_90a");
-    snprintf(e->target, sizeof(e->target), "sm_90a");
-    e->toolchain = (jit__toolchain_id_t){13, 0, 13, 0};
-    e->generator_version = 3;
-    snprintf(e->kernel_name, sizeof(e->kernel_name), "jitgemm_bench_%zu", seed);
-    e->block[0] = 384;
-    e->block[1] = e->block[2] = 1;
-    e->cluster[0] = 2;
-    e->cluster[1] = e->cluster[2] = 1;
-    e->smem_bytes = 200704;
-    e->registers = 168;
-    e->compile_seconds = 0.5;
-}
-
-static void fill_random(unsigned char *p, size_t n, uint64_t seed) {
-    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        p[i] = (unsigned char)x;
-    }
-}
 
 /* ---- the children -------------------------------------------------------------------------- */
 
@@ -97,7 +67,7 @@ static int child_main(const char *dir, const char *mode, size_t seed) {
     int ok;
     if (!strcmp(mode, "hit")) {
         jit__cache_entry_t want, e;
-        make_entry(&want, seed);
+        bench_make_entry(&want, seed, "sm_90a");
         void *cubin = NULL;
         size_t size = 0;
         int found = 0;
@@ -158,8 +128,8 @@ static int run_child(const char *self, const char *dir, const char *mode, size_t
 
 static int publish(jit__cache_t *c, size_t seed, unsigned char *cubin, size_t size, double *t) {
     jit__cache_entry_t e;
-    make_entry(&e, seed);
-    fill_random(cubin, size, seed);
+    bench_make_entry(&e, seed, "sm_90a");
+    bench_fill_random(cubin, size, seed);
     char src[256];
     snprintf(src, sizeof(src), "// generated source of bench kernel %zu\nextern \"C\" {}\n", seed);
     jit__diag_t d;
