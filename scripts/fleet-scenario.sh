@@ -6,7 +6,9 @@
 #   3. the archive is imported into an image cache, readable by every user (--shared), which
 #      serving hosts list as a read-only layer after their own (empty) cache;
 #   4. serving hosts with another SM count find every kernel without compiling: one with no
-#      NVRTC at all, and one with another NVRTC version (the system toolkit, when it is one).
+#      NVRTC at all, and one with another NVRTC version (the system toolkit, when it is one);
+#      each first runs `prewarm --check` (exit 0: the image is complete), then serves with
+#      JITGEMM_COMPILE=never; an SM count whose plan differs is reported missing by --check.
 #
 # Compiles are counted from the library's own log (JITGEMM_LOG=info prints one "miss, compiling"
 # line per compile) and from prewarm's JSON status lines; a serving host that compiles anything,
@@ -103,7 +105,14 @@ serve() {
     for arch in sm_90a sm_107a; do
         local log="$WORK/$name-$arch" how=(JITGEMM_CACHE_DIR="$layers")
         [[ $arch == sm_107a ]] && how=(-- --cache-dir "$layers")
-        prewarm "$arch" "${SERVE_SMS[$arch]}" "$log" JITGEMM_TOOLKIT_DIR="$toolkit" "${how[@]}" ||
+        # First the check a deployment runs before it serves: compiles nothing, exit 0 only
+        # when every kernel the list needs is in some layer.
+        env CUDA_VISIBLE_DEVICES= JITGEMM_TOOLKIT_DIR="$toolkit" JITGEMM_CACHE_DIR="$layers" \
+            "$JITGEMM" prewarm "${LIST[$arch]}" --check --target "$arch:${SERVE_SMS[$arch]}" \
+            >"$log.check" 2>&1 || { cat "$log.check" >&2; fail "$name: prewarm --check $arch"; }
+        # Then the serving process itself, with compiling forbidden.
+        prewarm "$arch" "${SERVE_SMS[$arch]}" "$log" JITGEMM_TOOLKIT_DIR="$toolkit" \
+            JITGEMM_COMPILE=never "${how[@]}" ||
             { cat "$log.err" >&2; fail "$name: prewarm $arch"; }
         local n cached compiles
         n=$(wc -l <"$log.json")
@@ -129,6 +138,13 @@ if env CUDA_VISIBLE_DEVICES= JITGEMM_TOOLKIT_DIR="$WORK/no-toolkit" \
 fi
 grep -q "not in the cache and cannot be compiled here" "$WORK/miss.err" ||
     fail "missing kernel without NVRTC: $(cat "$WORK/miss.err")"
+# And --check says so before anything is served: exit 1, the missing kernel listed.
+if env CUDA_VISIBLE_DEVICES= JITGEMM_CACHE_DIR="$WORK/no-nvrtc-user:$WORK/image" \
+    "$JITGEMM" prewarm "${LIST[sm_90a]}" --check --target sm_90a:160 >"$WORK/check-miss.out" 2>&1; then
+    fail "prewarm --check called an incomplete image complete"
+fi
+grep -q "^missing sm_90a:160 " "$WORK/check-miss.out" ||
+    fail "prewarm --check did not list the missing kernel: $(cat "$WORK/check-miss.out")"
 
 other="${CUDA_HOME:-/usr/local/cuda}"
 project_v=$("$JITGEMM" --version | sed -n 's/^toolchain: NVRTC \([0-9.]*\),.*/\1/p')
