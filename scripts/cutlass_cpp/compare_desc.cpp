@@ -232,6 +232,11 @@ template <int N> void idesc_all_kinds(bool all_fields) {
             "mxf4nvf4 e2m1 ue4m3/16", NV, e2, e2, JIT_TC_SF_UE4M3, 16, 256, N, 64, 2, all_fields);
         idesc_case<SM100_MMA_MXF4_2x1SM_SS<E2M1, E2M1, float, UE8, 256, N, 32, KM, KM>>(
             "mxf4nvf4 e2m1 ue8m0/32", NV, e2, e2, JIT_TC_SF_UE8M0, 32, 256, N, 64, 2, all_fields);
+        // 2 CTAs, M 128 over the pair: CUTLASS has it for the FP4 kinds only
+        idesc_case<SM100_MMA_MXF4_2x1SM_SS<E2M1, E2M1, float, UE8, 128, N, 32, KM, KM>>(
+            "mxf4 e2m1 ue8m0/32", F4, e2, e2, JIT_TC_SF_UE8M0, 32, 128, N, 64, 2, all_fields);
+        idesc_case<SM100_MMA_MXF4_2x1SM_SS<E2M1, E2M1, float, UE4, 128, N, 16, KM, KM>>(
+            "mxf4nvf4 e2m1 ue4m3/16", NV, e2, e2, JIT_TC_SF_UE4M3, 16, 128, N, 64, 2, all_fields);
     }
 }
 
@@ -478,10 +483,10 @@ int main(int argc, char **argv) {
                 "jitgemm", "verdict");
 
     idesc_sweep(std::make_integer_sequence<int, 25>{});
-    not_compared("idesc", "any kind 2cta M128", "word",
-                 "n/a: CUTLASS 2x1SM block-scaled atoms take M 256 only");
+    not_compared("idesc", "mxf8f6f4 2cta M128", "word",
+                 "n/a: CUTLASS's SM100_MMA_MXF8F6F4_2x1SM_SS takes M 256 only");
     not_compared("idesc", "K 96 (k_size_ bit 31)", "word",
-                 "n/a: no sm_100a K 96 atom in this CUTLASS");
+                 "n/a: K 96 is sm_103a only (CUTLASS SM103 traits); not an sm_100a MMA");
     idesc_sf_ids();
 
     smem_k_sw128<float_e4m3_t>("e4m3 A/B", 8);
