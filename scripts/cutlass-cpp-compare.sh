@@ -44,7 +44,7 @@ if [ ! -f "$DIR/include/cute/arch/mma_sm100_desc.hpp" ]; then
     echo "cutlass-cpp-compare: fetching nvidia-cutlass==$PIN into $DIR" >&2
     python3 -m pip download --quiet --no-deps --only-binary :all: -d "$tmp" \
         "nvidia-cutlass==$PIN" >&2 || skip "pip could not download nvidia-cutlass==$PIN"
-    whl=$(ls "$tmp"/nvidia_cutlass-*.whl 2>/dev/null | head -1)
+    whl=$(find "$tmp" -maxdepth 1 -name 'nvidia_cutlass-*.whl' | head -1)
     [ -n "$whl" ] || skip "no nvidia-cutlass wheel in the download"
     python3 - "$whl" "$tmp/x" <<'EOF' || skip "could not unpack $whl"
 import sys, zipfile
@@ -72,7 +72,9 @@ done
 # ---- build -----------------------------------------------------------------------------------
 CLI="$BUILD/jitgemm"
 LIB="$BUILD/libjitgemm.a"
-[ -x "$CLI" ] && [ -f "$LIB" ] || skip "build the project first ($CLI and $LIB missing)"
+if [ ! -x "$CLI" ] || [ ! -f "$LIB" ]; then
+    skip "build the project first ($CLI or $LIB missing)"
+fi
 command -v g++ >/dev/null || skip "g++ not found"
 OUT="$BUILD/cutlass-cpp"
 mkdir -p "$OUT"
@@ -117,7 +119,7 @@ print(label, d["cta_group"], d["instr"]["m"], d["instr"]["n"], d["idesc"],
 done
 # Labels travel with '_' for ' ' (one argument each); the program's labels use spaces.
 for i in "${!ARGS[@]}"; do
-    [ "${ARGS[$i]}" = plan ] && ARGS[$((i + 2))]=${ARGS[$((i + 2))]//_/ }
+    if [ "${ARGS[$i]}" = plan ]; then ARGS[i + 2]=${ARGS[i + 2]//_/ }; fi
 done
 
 # ---- negative control: every compared field must differ when our side is perturbed ----------

@@ -57,8 +57,8 @@ std::string dec(uint64_t v) {
     return std::to_string((unsigned long long)v);
 }
 
-void cmp(const char *area, const std::string &c, const char *field, uint64_t theirs,
-         uint64_t ours, int digits = 0) {
+void cmp(const char *area, const std::string &c, const char *field, uint64_t theirs, uint64_t ours,
+         int digits = 0) {
     if (g_control)
         ours ^= 1u;
     bool same = theirs == ours;
@@ -110,12 +110,15 @@ struct IField {
 
 // Every field of CUTLASS's block-scaled instruction descriptor, with its position as CUTLASS's
 // union lays it out (bit 3 and bit 6 are unnamed there; they are checked through the word).
-#define IFIELD(f) {#f, field_mask<IDesc>([](IDesc &d) { d.f = g_ones; })}
+#define IFIELD(f)                                                                                  \
+    {                                                                                              \
+#f, field_mask < IDesc>([](IDesc &d) { d.f = g_ones; })                                    \
+    }
 const IField kIFields[] = {
-    IFIELD(sparse_id2_),   IFIELD(sparse_flag_), IFIELD(b_sf_id_),     IFIELD(a_format_),
-    IFIELD(b_format_),     IFIELD(a_negate_),    IFIELD(b_negate_),    IFIELD(a_major_),
-    IFIELD(b_major_),      IFIELD(n_dim_),       IFIELD(scale_format_), IFIELD(m_dim_),
-    IFIELD(a_sf_id_),      IFIELD(k_size_),
+    IFIELD(sparse_id2_), IFIELD(sparse_flag_), IFIELD(b_sf_id_),      IFIELD(a_format_),
+    IFIELD(b_format_),   IFIELD(a_negate_),    IFIELD(b_negate_),     IFIELD(a_major_),
+    IFIELD(b_major_),    IFIELD(n_dim_),       IFIELD(scale_format_), IFIELD(m_dim_),
+    IFIELD(a_sf_id_),    IFIELD(k_size_),
 };
 #undef IFIELD
 
@@ -171,8 +174,8 @@ void idesc_case(const char *label, jit__tc_kind_t kind, jit_dtype_t a, jit_dtype
                 jit__tc_sf_format_t sf, int vec, int m, int n, int k, int cg, bool all_fields) {
     MMA_Traits<Op> traits;
     uint32_t theirs = uint32_t(traits.idesc_);
-    g_cutlass_idesc[std::string(label) + "|" + std::to_string(cg) + "|" + std::to_string(m) +
-                    "|" + std::to_string(n)] = theirs;
+    g_cutlass_idesc[std::string(label) + "|" + std::to_string(cg) + "|" + std::to_string(m) + "|" +
+                    std::to_string(n)] = theirs;
     // The traits' K must be the K we encode: otherwise the comparison is of different MMAs.
     using MNK = typename MMA_Traits<Op>::Shape_MNK;
     int tk = int(size<2>(MNK{})), tm = int(size<0>(MNK{})), tn = int(size<1>(MNK{}));
@@ -280,7 +283,10 @@ struct SField {
     uint64_t ours_mask; // the same field as tc_desc.c's decoder reads it
 };
 
-#define SFIELD(f, om) {#f, field_mask<SDesc>([](SDesc &d) { d.f = g_ones; }), om}
+#define SFIELD(f, om)                                                                              \
+    {                                                                                              \
+#f, field_mask < SDesc>([](SDesc &d) { d.f = g_ones; }), om                                \
+    }
 const SField kSFields[] = {
     SFIELD(start_address_, 0x3FFFull),
     SFIELD(leading_byte_offset_, 0x3FFFull << 16),
@@ -379,8 +385,9 @@ void smem_scale_copy() {
 // CUTLASS's descriptors for 128 rows of K-major bytes with 128- and 64-byte swizzle (the two
 // layouts our plans give A and B), start address 0.
 void cutlass_kmajor_bytes() {
-    auto t128 = make_tensor(make_smem_ptr(reinterpret_cast<uint8_t *>(g_buf)),
-                            tile_to_shape(UMMA::Layout_K_SW128_Atom<uint8_t>{}, Shape<_128, _128>{}));
+    auto t128 =
+        make_tensor(make_smem_ptr(reinterpret_cast<uint8_t *>(g_buf)),
+                    tile_to_shape(UMMA::Layout_K_SW128_Atom<uint8_t>{}, Shape<_128, _128>{}));
     auto t64 = make_tensor(make_smem_ptr(reinterpret_cast<uint8_t *>(g_buf)),
                            tile_to_shape(UMMA::Layout_K_SW64_Atom<uint8_t>{}, Shape<_128, _64>{}));
     g_cutlass_kmajor[0] = quietly([&] { return UMMA::make_umma_desc<UMMA::Major::K>(t128); }).desc_;
@@ -393,8 +400,8 @@ void cutlass_kmajor_bytes() {
 // cannot compute on the host; the plan's own start field is kept on both sides).
 void plan_case(const std::string &name, const std::string &label, int cg, int m, int n,
                uint32_t idesc, uint64_t adesc, uint64_t bdesc, uint64_t sfdesc) {
-    std::string key = label + "|" + std::to_string(cg) + "|" + std::to_string(m) + "|" +
-                      std::to_string(n);
+    std::string key =
+        label + "|" + std::to_string(cg) + "|" + std::to_string(m) + "|" + std::to_string(n);
     auto it = g_cutlass_idesc.find(key);
     if (it == g_cutlass_idesc.end())
         not_compared("plan", name, "idesc", "n/a: no CUTLASS atom for this kind/shape");
@@ -423,8 +430,7 @@ void plan_case(const std::string &name, const std::string &label, int cg, int m,
 // docs/blackwell-rubin.md / hardware-facts.md F12: row r's scale j of an MMA sits at lane r % 32
 // of every lane quarter, column (j / 4) * stride + r / 32, byte j % 4 (the byte is what the SF
 // ID selects). Within one MMA (at most 4 scales per row) that is column r / 32, byte j.
-template <class Frg, int MN, int VS, int NSF>
-void sf_tmem_case(const char *label) {
+template <class Frg, int MN, int VS, int NSF> void sf_tmem_case(const char *label) {
     auto shape = make_shape(make_shape(Int<MN>{}, make_shape(Int<VS>{}, Int<NSF>{})), _1{}, _1{});
     auto frg = Frg::make(shape);
     auto lay = frg.layout();
@@ -477,8 +483,8 @@ int main(int argc, char **argv) {
         g_control = true;
         argi++;
     }
-    std::printf("CUTLASS %d.%d.%d (cute headers), jitgemm tc_desc.c on sm_100a\n",
-                CUTLASS_MAJOR, CUTLASS_MINOR, CUTLASS_PATCH);
+    std::printf("CUTLASS %d.%d.%d (cute headers), jitgemm tc_desc.c on sm_100a\n", CUTLASS_MAJOR,
+                CUTLASS_MINOR, CUTLASS_PATCH);
     std::printf("%-6s | %-44s | %-18s | %-20s | %-20s | %s\n", "area", "case", "field", "CUTLASS",
                 "jitgemm", "verdict");
 
@@ -518,14 +524,15 @@ int main(int argc, char **argv) {
                   std::strtoull(a[8], nullptr, 0), std::strtoull(a[9], nullptr, 0));
     }
     if (argi != argc) {
-        std::fprintf(stderr, "compare_desc: unexpected argument %s (usage: compare_desc "
-                             "[--control] [plan NAME LABEL CTA_GROUP M N IDESC A_DESC B_DESC "
-                             "SF_DESC]...)\n",
+        std::fprintf(stderr,
+                     "compare_desc: unexpected argument %s (usage: compare_desc "
+                     "[--control] [plan NAME LABEL CTA_GROUP M N IDESC A_DESC B_DESC "
+                     "SF_DESC]...)\n",
                      argv[argi]);
         return 2;
     }
 
-    std::printf("\n%d rows: %d matched, %d differed, %d not compared\n", g_rows, g_match,
-                g_differ, g_na);
+    std::printf("\n%d rows: %d matched, %d differed, %d not compared\n", g_rows, g_match, g_differ,
+                g_na);
     return g_differ ? 1 : 0;
 }
