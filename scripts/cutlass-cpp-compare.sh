@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --build) BUILD=$(cd "$2" && pwd); shift 2 ;;
     --all) ALL=1; shift ;;
-    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "cutlass-cpp-compare: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
