@@ -337,15 +337,14 @@ void cmp_smem_desc(const std::string &c, uint64_t theirs, uint64_t ours) {
 
 alignas(1024) static uint8_t g_buf[64 * 1024];
 
-template <class T> void smem_k_sw128(const char *label, int elem_bits) {
+template <class T> void smem_k_sw128(const char *label) {
     // A K-major, 128-byte-swizzled operand tile of 128 rows x 128 bytes of K, as CUTLASS's
     // collective lays it out (Layout_K_SW128_Atom tiled to the tile) and as our planner does
     // (kernel_src/tcgen05/plan_tc.c: SBO = 8 rows x 128 bytes, LBO 16, swizzle 128B).
-    constexpr int kElems = 128 * 8 / (sizeof_bits_v<T> ? sizeof_bits_v<T> : 8);
+    constexpr int kElems = 128 * 8 / int(sizeof_bits_v<T>); // 128 bytes of K
     auto layout = tile_to_shape(UMMA::Layout_K_SW128_Atom<T>{}, Shape<_128, Int<kElems>>{});
     auto t = make_tensor(make_smem_ptr(reinterpret_cast<T *>(g_buf)), layout);
     SDesc d = quietly([&] { return UMMA::make_umma_desc<UMMA::Major::K>(t); });
-    (void)elem_bits;
     uint64_t ours = jit__tc_smem_desc(14, 0, 16, 1024, JIT_TC_SWIZZLE_128B, 0);
     cmp_smem_desc(std::string(label) + " K-major SW128 (addr 0)", d.desc_, ours);
 
@@ -464,8 +463,6 @@ template <class Frg, int MN, int VS, int NSF> void sf_tmem_case(const char *labe
     // The replicas: CUTLASS's REP mode puts copies 32 lanes apart (all four lane quarters), as
     // tcgen05.cp.32x128b.warpx4 writes them.
     int rep_bad = 0;
-    auto rep_layout = get<0, 0>(lay);
-    (void)rep_layout;
     for (int q = 0; q < 4 && MN >= 128; q++) {
         auto crd = make_coord(make_coord(make_coord(make_coord(5, 1), q), make_coord(0, 0)), 0, 0);
         uint32_t addr = (frg.data() + uint32_t(lay(crd))).get();
@@ -495,8 +492,8 @@ int main(int argc, char **argv) {
                  "n/a: K 96 is sm_103a only (CUTLASS SM103 traits); not an sm_100a MMA");
     idesc_sf_ids();
 
-    smem_k_sw128<float_e4m3_t>("e4m3 A/B", 8);
-    smem_k_sw128<float_e2m1_t>("e2m1 packed A/B", 4);
+    smem_k_sw128<float_e4m3_t>("e4m3 A/B");
+    smem_k_sw128<float_e2m1_t>("e2m1 packed A/B");
     smem_scale_copy();
     cutlass_kmajor_bytes();
     not_compared("smem", "start address from a pointer", "start_address_",
