@@ -942,3 +942,19 @@ Test(tc_codegen, epilogue_c_stage_advances_only_on_a_store) {
     cr_assert(adv && adv - commit < 600, "cs must advance with the store it belongs to");
     cr_assert(strstr(epi, "sm100::bulk_wait_read<P::C_STAGES - 1>();"));
 }
+
+/* The scale chunks' tcgen05.cp source descriptor is the one NVIDIA's two code generators emit
+ * for a 32x128b copy of an unswizzled 512-byte chunk: LBO 16, SBO 128, version 1
+ * (0x0000400800010000 | address; CUTLASS C++ make_umma_desc and CUTLASS DSL 4.8.1, compared by
+ * scripts/cutlass-cpp-compare.sh and scripts/cutlass-dsl-compare.py). It was LBO 128 before. */
+Test(codegen_tc, scale_copy_descriptor_is_nvidias) {
+    static const char *const archs[] = {"sm_100a", "sm_103a", "sm_107a"};
+    for (size_t a = 0; a < sizeof(archs) / sizeof(archs[0]); a++) {
+        jit__plan_t plan;
+        plan_of(archs[a], NVFP4, 1, 128, 0, JIT_EPILOGUE_LINEAR, &plan);
+        char *src = generate(&plan, plan.arch->native_target, 0);
+        cr_expect(strstr(src, "SF_DESC_HI = 0x0000400800010000ull"), "%s: %s", archs[a],
+                  strstr(src, "SF_DESC_HI") ? strstr(src, "SF_DESC_HI") : "no SF_DESC_HI");
+        free(src);
+    }
+}

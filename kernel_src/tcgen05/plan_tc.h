@@ -91,6 +91,12 @@ typedef enum jit__tc_stage_limit {
 #define JIT_TC_SMEM_RESERVED 1024u /* barriers + TMEM pointer slot, counted as one block */
 /* One 512-byte scale-factor chunk: 32 lines of 16 bytes, the unit of TMA, UTCCP and TMEM. */
 #define JIT_TC_SF_CHUNK_BYTES 512u
+/* The tcgen05.cp source descriptor of a scale chunk: 32 lines of 16 bytes, no swizzle, 8-line
+ * core matrices 128 bytes apart (SBO). A chunk is one core matrix wide, so LBO should not be
+ * read; it is 16 bytes, the value NVIDIA's CUTLASS C++ headers (make_umma_desc in
+ * cute/atom/mma_traits_sm100.hpp) and CUTLASS DSL 4.8.1 both emit (docs/blackwell-rubin.md). */
+#define JIT_TC_SF_DESC_LBO 16u
+#define JIT_TC_SF_DESC_SBO 128u
 
 typedef struct jit__tc_smem_plan {
     int stages;

@@ -161,8 +161,9 @@ int jit__plan_tc_to_json(const jit__plan_t *plan, void *json_obj) {
     json_object_set_new(sfj, "chunk_bytes", json_integer(JIT_TC_SF_CHUNK_BYTES));
     json_object_set_new(sfj, "tma_type", json_string(tma_type_name(tc->sf_tma_type)));
     json_object_set_new(sfj, "utccp_desc_sfa_stage0",
-                        hex64(jit__tc_smem_desc(bits, base + m->buffers[JIT_TC_BUF_SFA].offset, 128,
-                                                128, JIT_TC_SWIZZLE_NONE, 0)));
+                        hex64(jit__tc_smem_desc(bits, base + m->buffers[JIT_TC_BUF_SFA].offset,
+                                                JIT_TC_SF_DESC_LBO, JIT_TC_SF_DESC_SBO,
+                                                JIT_TC_SWIZZLE_NONE, 0)));
     json_object_set_new(ops, "sf", sfj);
     rc |= json_object_set_new(o, "operands", ops);
     rc |= json_object_set_new(o, "expect_tx_bytes", json_integer(tc->expect_tx_bytes));

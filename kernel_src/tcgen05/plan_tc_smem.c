@@ -157,8 +157,8 @@ jit_status_t jit__tc_plan_smem(jit__tc_plan_t *tc, const jit__arch_profile_t *ar
     } descs[4] = {
         {JIT_TC_BUF_A, tc->a.lbo, tc->a.sbo, tc->a.swizzle},
         {JIT_TC_BUF_B, tc->b.lbo, tc->b.sbo, tc->b.swizzle},
-        {JIT_TC_BUF_SFA, 128, 128, JIT_TC_SWIZZLE_NONE},
-        {JIT_TC_BUF_SFB, 128, 128, JIT_TC_SWIZZLE_NONE},
+        {JIT_TC_BUF_SFA, JIT_TC_SF_DESC_LBO, JIT_TC_SF_DESC_SBO, JIT_TC_SWIZZLE_NONE},
+        {JIT_TC_BUF_SFB, JIT_TC_SF_DESC_LBO, JIT_TC_SF_DESC_SBO, JIT_TC_SWIZZLE_NONE},
     };
     for (int i = 0; i < 4; i++) {
         const jit__tc_smem_buffer_t *b = &m->buffers[descs[i].buf];

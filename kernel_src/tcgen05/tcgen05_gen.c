@@ -170,8 +170,9 @@ jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__ke
     const int bits = jit__tc_smem_desc_addr_bits(plan->arch);
     g->a_desc_hi = jit__tc_smem_desc(bits, 0, tc->a.lbo, tc->a.sbo, tc->a.swizzle, 0);
     g->b_desc_hi = jit__tc_smem_desc(bits, 0, tc->b.lbo, tc->b.sbo, tc->b.swizzle, 0);
-    /* A 512-byte scale chunk: 32 lines of 16 bytes, no swizzle, 8 lines (128 B) apart. */
-    g->sf_desc_hi = jit__tc_smem_desc(bits, 0, 128, 128, JIT_TC_SWIZZLE_NONE, 0);
+    /* A 512-byte scale chunk (plan_tc.h says why these LBO and SBO). */
+    g->sf_desc_hi =
+        jit__tc_smem_desc(bits, 0, JIT_TC_SF_DESC_LBO, JIT_TC_SF_DESC_SBO, JIT_TC_SWIZZLE_NONE, 0);
 
     /* epilogue */
     jit__tc_c_layout_t cl;

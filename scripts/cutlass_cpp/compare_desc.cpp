@@ -22,7 +22,10 @@
 #include <cute/tensor.hpp>
 #include <cutlass/version.h>
 
+// plan_tc.h is C11 (for the scale-copy descriptor's LBO and SBO); its _Static_assert is C++'s.
+#define _Static_assert static_assert
 extern "C" {
+#include "tcgen05/plan_tc.h"
 #include "tcgen05/tc_desc.h"
 }
 
@@ -376,7 +379,8 @@ void smem_scale_copy() {
     auto t = make_tensor(make_smem_ptr(reinterpret_cast<uint8_t *>(g_buf)),
                          Layout<Shape<_32, _16>, Stride<_16, _1>>{});
     SDesc d = quietly([&] { return UMMA::make_umma_desc<UMMA::Major::K>(t); });
-    uint64_t ours = jit__tc_smem_desc(14, 0, 128, 128, JIT_TC_SWIZZLE_NONE, 0);
+    uint64_t ours =
+        jit__tc_smem_desc(14, 0, JIT_TC_SF_DESC_LBO, JIT_TC_SF_DESC_SBO, JIT_TC_SWIZZLE_NONE, 0);
     cmp_smem_desc("scale chunk 32x16B no swizzle", d.desc_, ours);
     g_cutlass_sf_chunk = d.desc_;
 }
