@@ -334,7 +334,7 @@ struct Fp8WgmmaKernel {
                            (((u64)p.residual & 3) == 0);
 
         /* The column scales of every column this thread holds, loaded in one batch before the
-         * chunks: the named barriers between chunks are memory clobbers, so loads left inside
+         * chunks: the warp syncs between chunks are memory clobbers, so loads left inside
          * a chunk could not be hoisted and each chunk would wait out one global-load latency.
          * (The promotion registers are dead here, so this costs no occupancy.) */
         float cs[ACC / 4][2];
@@ -386,32 +386,36 @@ struct Fp8WgmmaKernel {
                         }
                     }
             }
-            named_bar_sync(1 + cwg, 128);
+            /* Each warp stores the 16 rows (per wave) it staged itself, so a warp-level sync
+             * orders the staging and no warp waits on the others. */
+            __syncwarp();
 
             /* 2. staging -> global: EPI_CH / 8 16-byte units per row */
             enum : int { UNITS = EPI_CH / 8 };
 #pragma unroll
-            for (int it = 0; it < WG_ROWS * UNITS / 128; it++) {
-                const int u = tid + 128 * it;
-                const int r = u / UNITS, cu = u % UNITS;
-                const i64 grow = row0 + r;
-                const int gcol = nt * TILE_NOUT + c * EPI_CH + cu * 8;
-                if (grow < m && gcol < NOUT) {
-                    const uint4 v = *(const uint4 *)(staging + r * EPI_PITCH + cu * 16);
-                    u16 *dst = p.d + grow * p.ldd + gcol;
-                    if (d_vec && gcol + 8 <= NOUT) {
-                        st_global_v4(dst, v.x, v.y, v.z, v.w);
-                    } else {
-                        const u32 words[4] = {v.x, v.y, v.z, v.w};
+            for (int w = 0; w < WAVES; w++)
 #pragma unroll
-                        for (int e = 0; e < 8; e++)
-                            if (gcol + e < NOUT)
-                                dst[e] = (u16)(words[e >> 1] >> (16 * (e & 1)));
+                for (int it = 0; it < 16 * UNITS / 32; it++) {
+                    const int u = lane + 32 * it;
+                    const int r = w * 64 + warp * 16 + u / UNITS, cu = u % UNITS;
+                    const i64 grow = row0 + r;
+                    const int gcol = nt * TILE_NOUT + c * EPI_CH + cu * 8;
+                    if (grow < m && gcol < NOUT) {
+                        const uint4 v = *(const uint4 *)(staging + r * EPI_PITCH + cu * 16);
+                        u16 *dst = p.d + grow * p.ldd + gcol;
+                        if (d_vec && gcol + 8 <= NOUT) {
+                            st_global_v4(dst, v.x, v.y, v.z, v.w);
+                        } else {
+                            const u32 words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                            for (int e = 0; e < 8; e++)
+                                if (gcol + e < NOUT)
+                                    dst[e] = (u16)(words[e >> 1] >> (16 * (e & 1)));
+                        }
                     }
                 }
-            }
-            /* The next chunk (or tile) overwrites the staging buffer. */
-            named_bar_sync(1 + cwg, 128);
+            /* The next chunk (or tile) overwrites this warp's rows of the staging buffer. */
+            __syncwarp();
         }
     }
 
