@@ -13,12 +13,14 @@
 #define JIT_BENCH_COMMON_H
 
 /* nftw, mkdtemp and gmtime_r come with _GNU_SOURCE, which the build defines for every target. */
+#include <errno.h>
 #include <ftw.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static inline double bench_now(void) {
@@ -111,6 +113,45 @@ static inline void bench_emit(json_t *record) {
     }
     fflush(stdout);
     json_decref(record);
+}
+
+/* Run argv (a child process of the benchmark, typically itself with --child) and read the first
+ * line it prints into `line`. 0 when it exited with status 0, else -1 with a message naming
+ * `who`; `line` holds what was read either way ("" if nothing). */
+static inline int bench_run_child(char *const argv[], char *line, size_t linesz, const char *who) {
+    line[0] = '\0';
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    if (!f || !fgets(line, (int)linesz, f))
+        line[0] = '\0';
+    if (f)
+        fclose(f);
+    else
+        close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "%s: child failed: %s", who, line[0] ? line : "(no output)\n");
+        return -1;
+    }
+    return 0;
 }
 
 #endif

@@ -277,32 +277,13 @@ typedef struct child_times {
 /* Run one child for real kernel `which`; parse its line. */
 static int run_child(const char *self, const char *dir, int which, child_times_t *t, char *hash,
                      long long *created, char *mode) {
-    int fds[2];
-    if (pipe(fds) != 0)
+    char w[8];
+    snprintf(w, sizeof(w), "%d", which);
+    char *const argv[] = {(char *)self, "--child", (char *)dir, w, NULL};
+    char line[1024];
+    if (bench_run_child(argv, line, sizeof(line), "bench_disk_hit") != 0)
         return -1;
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        dup2(fds[1], STDOUT_FILENO);
-        close(fds[0]);
-        close(fds[1]);
-        char w[8];
-        snprintf(w, sizeof(w), "%d", which);
-        execl(self, self, "--child", dir, w, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    char line[1024] = "";
-    FILE *f = fdopen(fds[0], "r");
-    if (!f || !fgets(line, sizeof(line), f))
-        line[0] = '\0';
-    if (f)
-        fclose(f);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || strncmp(line, "ok ", 3) != 0) {
+    if (strncmp(line, "ok ", 3) != 0) {
         fprintf(stderr, "bench_disk_hit: child failed: %s", line[0] ? line : "(no output)\n");
         return -1;
     }

@@ -91,32 +91,13 @@ static int child_main(const char *dir, const char *mode, size_t seed) {
 
 static int run_child(const char *self, const char *dir, const char *mode, size_t seed,
                      double *seconds) {
-    int fds[2];
-    if (pipe(fds) != 0)
+    char s[32];
+    snprintf(s, sizeof(s), "%zu", seed);
+    char *const argv[] = {(char *)self, "--child", (char *)dir, (char *)mode, s, NULL};
+    char line[1024];
+    if (bench_run_child(argv, line, sizeof(line), "bench_publish") != 0)
         return -1;
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        dup2(fds[1], STDOUT_FILENO);
-        close(fds[0]);
-        close(fds[1]);
-        char s[32];
-        snprintf(s, sizeof(s), "%zu", seed);
-        execl(self, self, "--child", dir, mode, s, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    char line[1024] = "";
-    FILE *f = fdopen(fds[0], "r");
-    if (!f || !fgets(line, sizeof(line), f))
-        line[0] = '\0';
-    if (f)
-        fclose(f);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || sscanf(line, "ok %lf", seconds) != 1) {
+    if (sscanf(line, "ok %lf", seconds) != 1) {
         fprintf(stderr, "bench_publish: %s child failed: %s", mode,
                 line[0] ? line : "(no output)\n");
         return -1;
