@@ -85,7 +85,7 @@ static void run_job(job_t *j) {
     jit__tc_variant_t v = {j->cta_group, j->tile_n, j->breuse ? 1 : -1};
     jit__diag_t d;
     jit__diag_init(&d);
-    if (jit__plan_tc_make_variant(&spec, 4, j->arch->default_sm_count, j->arch, &v, &j->plan, &d) !=
+    if (jit__plan_tc_make_variant(&spec, 5, j->arch->default_sm_count, j->arch, &v, &j->plan, &d) !=
         JIT_OK) {
         first_line(j->error, sizeof(j->error), d.msg);
         jit__diag_clear(&d);
@@ -246,7 +246,7 @@ int main(int argc, char **argv) {
     char b1[64], b2[64], date[32];
     time_t now = time(NULL);
     strftime(date, sizeof(date), "%Y-%m-%d", gmtime(&now));
-    printf("tcgen05 compile matrix, %s, N=%lld K=%lld, epilogue linear, BF16 out, token band 4.\n",
+    printf("tcgen05 compile matrix, %s, N=%lld K=%lld, epilogue linear, BF16 out, token band 5 (M > 1024).\n",
            date, (long long)g_n, (long long)g_k);
     printf("sm_100a/sm_103a and the sm_107a fallback: %s; sm_107a native: %s.\n",
            tc_name(blackwell, b1, sizeof(b1)), tc_name(rubin, b2, sizeof(b2)));

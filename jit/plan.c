@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const int64_t k_band_hi[JIT_TOKEN_BANDS] = {16, 64, 256, 1024, INT64_MAX};
+static const int64_t k_band_hi[JIT_TOKEN_BANDS] = {16, 64, 128, 256, 1024, INT64_MAX};
 
 int jit__token_band(int64_t m) {
     for (int b = 0; b < JIT_TOKEN_BANDS; b++)
@@ -30,7 +30,7 @@ void jit__token_band_range(int band, int64_t *lo, int64_t *hi) {
 
 int64_t jit__token_band_model_m(int band) {
     /* About the geometric middle of each band, and 4096 for the open last one. */
-    static const int64_t k_model_m[JIT_TOKEN_BANDS] = {4, 32, 128, 512, 4096};
+    static const int64_t k_model_m[JIT_TOKEN_BANDS] = {4, 32, 96, 192, 512, 4096};
     if (band < 0)
         band = 0;
     if (band >= JIT_TOKEN_BANDS)

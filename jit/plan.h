@@ -21,7 +21,7 @@
 /* The version of the key's format: bumped when the key text gains, loses or re-orders a field.
  * Changes to device code need no bump: the hash of every embedded device file is in each key
  * (kernel_src/device_files.h). Entries of another version are removed by `cache gc`. */
-#define JIT_KEY_FORMAT_VERSION 4
+#define JIT_KEY_FORMAT_VERSION 5
 
 /* The problem without M and without pointers: what a kernel is specialized on. */
 typedef struct jit__gemm_spec {
@@ -31,8 +31,10 @@ typedef struct jit__gemm_spec {
     jit_epilogue_t epilogue;
 } jit__gemm_spec_t;
 
-/* Token bands: M in [1,16], [17,64], [65,256], [257,1024], [1025, inf). */
-#define JIT_TOKEN_BANDS 5
+/* Token bands: M in [1,16], [17,64], [65,128], [129,256], [257,1024], [1025, inf). One m-tile
+ * of 128 rows covers every M up to 128, and two of them from 129: the best tile changes there
+ * (docs/performance.md, the sweep), so that is a band edge. */
+#define JIT_TOKEN_BANDS 6
 int jit__token_band(int64_t m);
 /* The smallest and largest M of a band (the largest of the last band is INT64_MAX). */
 void jit__token_band_range(int band, int64_t *lo, int64_t *hi);

@@ -51,7 +51,7 @@ def main():
         n, k = int(key["n"]), int(key["k"])
         tm, tn, _ = (int(x) for x in key["tile"].split("x"))
         epi = key["epilogue"]
-        lo = {"0": 1, "1": 17, "2": 65, "3": 257, "4": 1025}[key["band"]]
+        lo = {"0": 1, "1": 17, "2": 65, "3": 129, "4": 257, "5": 1025}[key["band"]]
         m = lo + 37  # ragged inside the band
         cubin = open(path[:-5] + ".cubin", "rb").read()
         mod = ctypes.c_void_p()

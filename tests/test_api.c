@@ -273,7 +273,7 @@ Test(api, tcgen05_launch_needs_the_opt_in) {
     jit__plan_t plan;
     jit__diag_t d;
     jit__diag_init(&d);
-    cr_assert_eq(jit__plan_make(&s, 4, 148, jit__arch_find("sm_100a"), &plan, &d), JIT_OK, "%s",
+    cr_assert_eq(jit__plan_make(&s, 5, 148, jit__arch_find("sm_100a"), &plan, &d), JIT_OK, "%s",
                  d.msg);
     unsetenv("JITGEMM_ALLOW_UNVERIFIED_TCGEN05");
     cr_assert_eq(jit__check_launch_opt_in(&plan, &d), JIT_UNSUPPORTED_ARCH);
@@ -289,7 +289,7 @@ Test(api, tcgen05_launch_needs_the_opt_in) {
     s.a = s.b = JIT_DTYPE_E4M3;
     s.scales = JIT_SCALE_ROW;
     unsetenv("JITGEMM_ALLOW_UNVERIFIED_TCGEN05");
-    cr_assert_eq(jit__plan_make(&s, 4, 148, jit__arch_find("sm_100a"), &plan, &d), JIT_OK);
+    cr_assert_eq(jit__plan_make(&s, 5, 148, jit__arch_find("sm_100a"), &plan, &d), JIT_OK);
     cr_assert_eq(jit__check_launch_opt_in(&plan, &d), JIT_OK);
 }
 

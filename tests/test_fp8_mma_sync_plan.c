@@ -31,6 +31,7 @@ Test(plan, mma_sync_table_per_band) {
                                             {32, 128, 1, 4, 3},
                                             {64, 128, 2, 4, 2},
                                             {64, 128, 2, 4, 2},
+                                            {64, 128, 2, 4, 2},
                                             {128, 128, 2, 4, 2}};
     jit__gemm_spec_t s = row_spec(5120, 5120, JIT_EPILOGUE_LINEAR);
     for (int b = 0; b < JIT_TOKEN_BANDS; b++) {
@@ -92,7 +93,7 @@ Test(plan, grid_covers_ragged_m_and_n) {
     jit__plan_t p;
     jit__diag_t d;
     jit__gemm_spec_t s = row_spec(1000, 1024, JIT_EPILOGUE_LINEAR);
-    cr_assert_eq(plan(&s, 4, "sm_120a", &p, &d), JIT_OK);
+    cr_assert_eq(plan(&s, JIT_TOKEN_BANDS - 1, "sm_120a", &p, &d), JIT_OK);
     unsigned g[3];
     jit__mma_sync_grid(&p, 4001, g);
     cr_assert_eq(g[0], 8u);  /* ceil(1000 / 128) */

@@ -194,10 +194,13 @@ Test(key, band_boundaries) {
     cr_assert_eq(jit__token_band(17), 1);
     cr_assert_eq(jit__token_band(64), 1);
     cr_assert_eq(jit__token_band(65), 2);
-    cr_assert_eq(jit__token_band(256), 2);
-    cr_assert_eq(jit__token_band(1024), 3);
-    cr_assert_eq(jit__token_band(1025), 4);
-    cr_assert_eq(jit__token_band(1 << 30), 4);
+    cr_assert_eq(jit__token_band(128), 2);
+    cr_assert_eq(jit__token_band(129), 3);
+    cr_assert_eq(jit__token_band(256), 3);
+    cr_assert_eq(jit__token_band(257), 4);
+    cr_assert_eq(jit__token_band(1024), 4);
+    cr_assert_eq(jit__token_band(1025), 5);
+    cr_assert_eq(jit__token_band(1 << 30), 5);
     for (int b = 0; b < JIT_TOKEN_BANDS; b++) {
         int64_t lo, hi;
         jit__token_band_range(b, &lo, &hi);

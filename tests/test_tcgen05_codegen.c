@@ -65,7 +65,7 @@ static void plan_of(const char *archname, fmt_t f, int cta_group, int tile_n, in
     jit__tc_variant_t v = {cta_group, tile_n, breuse};
     jit__diag_t d;
     jit__diag_init(&d);
-    jit_status_t st = jit__plan_tc_make_variant(&s, 4, ap->default_sm_count, ap, &v, plan, &d);
+    jit_status_t st = jit__plan_tc_make_variant(&s, 5, ap->default_sm_count, ap, &v, plan, &d);
     cr_assert_eq(st, JIT_OK, "plan %s %s cta_group %d N %d breuse %d: %s", archname, f.name,
                  cta_group, tile_n, breuse, d.msg);
 }
@@ -802,7 +802,7 @@ Test(codegen_tc, tensor_maps_of_every_variant) {
                         jit__plan_t plan;
                         jit__diag_t d;
                         jit__diag_init(&d);
-                        if (jit__plan_tc_make_variant(&s, 4, ap->default_sm_count, ap, &v, &plan,
+                        if (jit__plan_tc_make_variant(&s, 5, ap->default_sm_count, ap, &v, &plan,
                                                       &d) != JIT_OK) {
                             jit__diag_clear(&d);
                             continue;

@@ -192,7 +192,7 @@ Test(tc_smem, nvfp4_2cta_example_with_real_capacities) {
     /* hardware-facts.md F13: 38 KiB per stage, C = 2 x 16 KiB; sm_100a 5 stages, sm_107a 7 by
      * capacity. */
     jit__plan_t p;
-    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_100a", 3, 2, 256, -1, &p);
+    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_100a", 4, 2, 256, -1, &p);
     cr_expect_eq(jit__tc_of(&p)->smem.per_stage_bytes, 38912u);
     cr_expect_eq(jit__tc_of(&p)->smem.c_bytes, 32768u);
     cr_expect_eq(jit__tc_stage_count(232448, 1024, 32768, 38912), 5);
@@ -200,7 +200,7 @@ Test(tc_smem, nvfp4_2cta_example_with_real_capacities) {
     cr_expect_eq(jit__tc_of(&p)->smem.stage_limit, JIT_TC_STAGES_BY_SMEM);
     cr_expect_leq(p.smem_bytes, 232448u);
 
-    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_107a", 3, 2, 256, -1, &p);
+    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_107a", 4, 2, 256, -1, &p);
     cr_expect_eq(jit__tc_of(&p)->smem.per_stage_bytes, 38912u);
     cr_expect_eq(jit__tc_stage_count(334848, 1024, 32768, 38912), 7);
     /* sm_107a's descriptor start field has 15 bits (512 KiB), so operands may use the whole
@@ -284,7 +284,7 @@ Test(tc_plan, instruction_k_and_tile_k_per_arch) {
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         jit__plan_t p;
-        plan_ok(spec(rows[i].a, rows[i].b, rows[i].s, 4096, 4096), rows[i].arch, 3, 0, 0, 0, &p);
+        plan_ok(spec(rows[i].a, rows[i].b, rows[i].s, 4096, 4096), rows[i].arch, 4, 0, 0, 0, &p);
         cr_expect_eq(jit__tc_of(&p)->instr_k, rows[i].instr_k, "row %zu", i);
         cr_expect_eq(p.tile_k, rows[i].tile_k, "row %zu", i);
         cr_expect_eq(jit__tc_of(&p)->instrs_per_tile_k, rows[i].instrs, "row %zu", i);
@@ -324,12 +324,12 @@ Test(tc_plan, packed_fp4_in_mixed_only_on_sm107a) {
     cr_expect_eq(jit__tc_of(&p)->a.k_step_bytes, 32u);
     cr_expect_eq(jit__tc_of(&p)->expect_tx_bytes, 128u * 64u + 128u * 128u + 1024u);
     /* E2M1 as B (weights) with FP8 activations as A works the same way. */
-    plan_ok(spec(E5M2, E2M1, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_107a", 4, 0, 0, 0, &p);
+    plan_ok(spec(E5M2, E2M1, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_107a", 5, 0, 0, 0, &p);
     cr_expect_eq(jit__tc_of(&p)->b.storage, JIT_TC_STORE_FP4_PACKED);
     cr_expect_eq(jit__tc_of(&p)->b.format_code, 5);
     cr_expect_eq(jit__tc_of(&p)->a.format_code, 1);
     /* FP4 x FP4 kinds read packed FP4 on every arch, with no "packed_fp4" mixed flag. */
-    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_100a", 4, 0, 0, 0, &p);
+    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_100a", 5, 0, 0, 0, &p);
     cr_expect_eq(jit__tc_of(&p)->a.storage, JIT_TC_STORE_FP4_PACKED);
     cr_expect_eq(jit__tc_of(&p)->packed_fp4, 0);
     /* FP6 is never packed. */
@@ -343,21 +343,21 @@ Test(tc_plan, packed_fp4_in_mixed_only_on_sm107a) {
 
 Test(tc_plan, formats_map_to_kinds_and_codes) {
     jit__plan_t p;
-    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 4096, 4096), "sm_100a", 4, 0, 0, 0, &p);
+    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 4096, 4096), "sm_100a", 5, 0, 0, 0, &p);
     cr_expect_eq(jit__tc_of(&p)->kind, JIT_TC_KIND_MXF4NVF4);
     cr_expect_str_eq(jit__tc_of(&p)->kind_suffix, ".block16");
     cr_expect_eq(jit__tc_of(&p)->scale_format, JIT_TC_SF_UE4M3);
     cr_expect_eq(jit__tc_of(&p)->a.format_code, 1);
     cr_expect_eq(jit__tc_of(&p)->sf_per_instr, 4);
-    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_107a", 4, 0, 0, 0, &p);
+    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_107a", 5, 0, 0, 0, &p);
     cr_expect_eq(jit__tc_of(&p)->kind, JIT_TC_KIND_MXF4NVF4); /* MXFP4 as mxf4nvf4.block32 */
     cr_expect_str_eq(jit__tc_of(&p)->kind_suffix, ".block32");
     cr_expect_eq(jit__tc_of(&p)->scale_format, JIT_TC_SF_UE8M0);
     cr_expect_eq(jit__tc_of(&p)->sf_per_instr, 4);
-    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE5M3_32, 4096, 4096), "sm_107a", 4, 0, 0, 0, &p);
+    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE5M3_32, 4096, 4096), "sm_107a", 5, 0, 0, 0, &p);
     cr_expect_eq(jit__tc_of(&p)->scale_format, JIT_TC_SF_UE5M3);
     cr_expect_eq((jit__tc_of(&p)->idesc >> 23) & 3u, 2u);
-    plan_ok(spec(E4M3, E5M2, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_107a", 4, 0, 0, 0, &p);
+    plan_ok(spec(E4M3, E5M2, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_107a", 5, 0, 0, 0, &p);
     cr_expect_eq(jit__tc_of(&p)->kind, JIT_TC_KIND_MXF8F6F4);
     cr_expect_str_eq(jit__tc_of(&p)->kind_suffix, "");
     cr_expect_eq(jit__tc_of(&p)->a.format_code, 0);
@@ -412,21 +412,21 @@ Test(tc_plan, refusals) {
     jit__plan_t p;
     jit__diag_t d;
     /* ... while sm_107a's packed operand takes that K. */
-    cr_expect_eq(plan_v(spec(E4M3, E2M1, JIT_SCALE_UE8M0_32, 4096, 4064), "sm_107a", 4, 148, 0, 0,
+    cr_expect_eq(plan_v(spec(E4M3, E2M1, JIT_SCALE_UE8M0_32, 4096, 4064), "sm_107a", 5, 148, 0, 0,
                         0, &p, &d),
                  JIT_OK, "%s", d.msg);
     /* Forced variants that cannot exist. */
-    cr_expect_eq(plan_v(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 4096, 4096), "sm_100a", 4, 148, 2, 256,
+    cr_expect_eq(plan_v(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 4096, 4096), "sm_100a", 5, 148, 2, 256,
                         1, &p, &d),
                  JIT_UNSUPPORTED_ARCH);
-    cr_expect_eq(plan_v(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 4096, 4096), "sm_107a", 4, 148, 1, 256,
+    cr_expect_eq(plan_v(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 4096, 4096), "sm_107a", 5, 148, 1, 256,
                         1, &p, &d),
                  JIT_UNSUPPORTED);
-    cr_expect_eq(plan_v(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 4096, 4096), "sm_107a", 4, 148, 0, 96,
+    cr_expect_eq(plan_v(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 4096, 4096), "sm_107a", 5, 148, 0, 96,
                         0, &p, &d),
                  JIT_INVALID_ARGUMENT);
     cr_expect_eq(
-        plan_v(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 4096, 4096), "sm_107a", 4, 1, 2, 0, 0, &p, &d),
+        plan_v(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 4096, 4096), "sm_107a", 5, 1, 2, 0, 0, &p, &d),
         JIT_PLAN_FAILED);
 }
 
@@ -434,7 +434,7 @@ Test(tc_plan, refusals) {
 
 Test(tc_plan, breuse_on_sm107a_large_band) {
     jit__plan_t p;
-    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_107a", 4, 0, 0, 0, &p);
+    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_107a", 5, 0, 0, 0, &p);
     cr_expect_eq(jit__tc_of(&p)->breuse, 1);
     cr_expect_eq(jit__tc_of(&p)->utccp_interleaved, 1);
     cr_expect_eq(p.tile_m, 512);
@@ -446,18 +446,18 @@ Test(tc_plan, breuse_on_sm107a_large_band) {
     cr_expect_eq(jit__tc_of(&p)->tmem.used_columns, 576);
     cr_expect_eq(jit__tc_of(&p)->tmem.allocated_columns, 576);
     /* Smaller bands and other arches keep M=256 with two accumulator stages. */
-    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_107a", 3, 0, 0, 0, &p);
+    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_107a", 4, 0, 0, 0, &p);
     cr_expect_eq(jit__tc_of(&p)->breuse, 0);
     cr_expect_eq(jit__tc_of(&p)->tmem.acc_stages, 2);
     cr_expect_eq(jit__tc_of(&p)->tmem.used_columns, 560);
     cr_expect_eq(jit__tc_of(&p)->tmem.allocated_columns, 576);
     cr_expect_eq(jit__tc_of(&p)->tmem.overlap, 0);
-    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_100a", 4, 0, 0, 0, &p);
+    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_100a", 5, 0, 0, 0, &p);
     cr_expect_eq(jit__tc_of(&p)->breuse, 0);
     cr_expect_eq(jit__tc_of(&p)->tmem.overlap, 1);
     cr_expect_eq(jit__tc_of(&p)->tmem.acc[1].first_column, 192); /* 256 - one 64-column sub-tile */
     /* Forced B-reuse at tile N 128 keeps two accumulator stages: 2 x 2 x 128 + 32 + 16. */
-    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_107a", 4, 2, 128, 1, &p);
+    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 8192, 8192), "sm_107a", 5, 2, 128, 1, &p);
     cr_expect_eq(jit__tc_of(&p)->tmem.acc_stages, 2);
     cr_expect_eq(jit__tc_of(&p)->tmem.used_columns, 560);
 }
@@ -467,20 +467,20 @@ Test(tc_plan, sf_tmem_slots) {
     unsigned id;
     int col;
     /* sm_100a MXFP8: one scale per row per instruction, 4 instructions share a word. */
-    plan_ok(spec(E4M3, E4M3, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_100a", 3, 2, 256, -1, &p);
+    plan_ok(spec(E4M3, E4M3, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_100a", 4, 2, 256, -1, &p);
     for (int i = 0; i < 4; i++) {
         jit__tc_sf_slot(jit__tc_of(&p), 0, i, &col, &id);
         cr_expect_eq(col, 0);
         cr_expect_eq(id, (unsigned)i);
     }
     /* sm_107a MXFP8 K=64: two scales, half-words 0 and 2. */
-    plan_ok(spec(E4M3, E4M3, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_107a", 3, 2, 256, -1, &p);
+    plan_ok(spec(E4M3, E4M3, JIT_SCALE_UE8M0_32, 4096, 4096), "sm_107a", 4, 2, 256, -1, &p);
     jit__tc_sf_slot(jit__tc_of(&p), 0, 1, &col, &id);
     cr_expect_eq(col, 0);
     cr_expect_eq(id, 2u);
     /* sm_107a NVFP4 K=128: 8 scales = 2 chunks per instruction; SFB for N=256 in the order
      * N0K0, N1K0, N0K1, N1K1 (4 columns each). */
-    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 4096, 4096), "sm_107a", 3, 2, 256, -1, &p);
+    plan_ok(spec(E2M1, E2M1, JIT_SCALE_UE4M3_16, 4096, 4096), "sm_107a", 4, 2, 256, -1, &p);
     cr_expect_eq(jit__tc_of(&p)->sfb_row_blocks, 2);
     cr_expect_eq(jit__tc_sf_chunk_column(jit__tc_of(&p), 1, 0, 0), 0);
     cr_expect_eq(jit__tc_sf_chunk_column(jit__tc_of(&p), 1, 1, 0), 4);
@@ -505,7 +505,7 @@ Test(tc_plan, sf_tmem_slots) {
 Test(tc_plan, clusters_and_floor_division_grid) {
     jit__plan_t p;
     jit__diag_t d;
-    cr_assert_eq(plan_v(spec(E4M3, E4M3, JIT_SCALE_UE8M0_32, 8192, 8192), "sm_107a", 3, 148, 0, 0,
+    cr_assert_eq(plan_v(spec(E4M3, E4M3, JIT_SCALE_UE8M0_32, 8192, 8192), "sm_107a", 4, 148, 0, 0,
                         0, &p, &d),
                  JIT_OK, "%s", d.msg);
     cr_expect_eq(p.cluster_m, 4);
@@ -519,7 +519,7 @@ Test(tc_plan, clusters_and_floor_division_grid) {
     cr_expect_eq(p.persistent, 1);
     cr_expect_eq(p.threads, 192);
     /* 150 SMs: 150 fallback CTAs -> floor(150 / 4) = 37 preferred clusters, never 38. */
-    cr_assert_eq(plan_v(spec(E4M3, E4M3, JIT_SCALE_UE8M0_32, 8192, 8192), "sm_107a", 3, 150, 0, 0,
+    cr_assert_eq(plan_v(spec(E4M3, E4M3, JIT_SCALE_UE8M0_32, 8192, 8192), "sm_107a", 4, 150, 0, 0,
                         0, &p, &d),
                  JIT_OK);
     cr_expect_eq(jit__tc_of(&p)->grid.fallback_capacity, 150);
@@ -528,7 +528,7 @@ Test(tc_plan, clusters_and_floor_division_grid) {
     cr_expect_eq(jit__tc_of(&p)->grid.fallback_groups_whole, 1);
     /* 3 SMs cannot hold a 4-CTA cluster: the fallback shape becomes the only one. */
     cr_assert_eq(
-        plan_v(spec(E4M3, E4M3, JIT_SCALE_UE8M0_32, 8192, 8192), "sm_107a", 3, 3, 0, 0, 0, &p, &d),
+        plan_v(spec(E4M3, E4M3, JIT_SCALE_UE8M0_32, 8192, 8192), "sm_107a", 4, 3, 0, 0, 0, &p, &d),
         JIT_OK);
     cr_expect_eq(p.cluster_m, 2);
     cr_expect_eq(p.fallback_cluster_m, 0);
@@ -751,7 +751,7 @@ Test(tc_plan, lead_planner_routes_block_scales_here) {
     jit__plan_t p;
     jit__diag_t d;
     jit__diag_init(&d);
-    cr_assert_eq(jit__plan_make(&s, 3, 148, arch("sm_107a"), &p, &d), JIT_OK, "%s", d.msg);
+    cr_assert_eq(jit__plan_make(&s, 4, 148, arch("sm_107a"), &p, &d), JIT_OK, "%s", d.msg);
     cr_expect_eq(p.family, &jit__family_tcgen05);
     char *text = jit__plan_to_json(&p);
     cr_assert_not_null(text);
@@ -763,7 +763,7 @@ Test(tc_plan, lead_planner_routes_block_scales_here) {
     json_decref(o);
     free(text);
     jit__diag_init(&d);
-    cr_expect_eq(jit__plan_make(&s, 3, 148, arch("sm_90a"), &p, &d), JIT_UNSUPPORTED_ARCH);
+    cr_expect_eq(jit__plan_make(&s, 4, 148, arch("sm_90a"), &p, &d), JIT_UNSUPPORTED_ARCH);
     cr_expect(strstr(d.msg, "not supported on sm_90a yet") != NULL, "%s", d.msg);
 }
 

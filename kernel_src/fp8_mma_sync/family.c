@@ -42,7 +42,7 @@ typedef struct mma_sync_tile {
  * tokens x 128 rows, warp tile 32x32, two stages of K=128, eight warps). */
 static const mma_sync_tile_t k_tiles[JIT_TOKEN_BANDS] = {
     {16, 64, 1, 4, 4},  {32, 128, 1, 4, 3},  {64, 128, 2, 4, 2},
-    {64, 128, 2, 4, 2}, {128, 128, 2, 4, 2},
+    {64, 128, 2, 4, 2}, {64, 128, 2, 4, 2},  {128, 128, 2, 4, 2},
 };
 
 /* The cost model, so that the family competes with others on arches where it is not the only

@@ -208,7 +208,7 @@ static int choose_tile_n(int64_t n, int band, int cta_group, int sm_count) {
     if (cta_group == 1) {
         int64_t lo, hi;
         jit__token_band_range(band, &lo, &hi);
-        int64_t m_tiles = band >= 3 ? 8 : (hi + 127) / 128; /* CTAs along M at the band's top */
+        int64_t m_tiles = lo > 256 ? 8 : (hi + 127) / 128; /* CTAs along M at the band's top */
         t = 64;
         const int cands[2] = {256, 128};
         for (int i = 0; i < 2; i++) {
@@ -280,7 +280,10 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
     jit__tc_variant_t want = {0, 0, 0};
     if (v)
         want = *v;
-    int cta_group = want.cta_group ? want.cta_group : (token_band <= 2 || sm_count < 2 ? 1 : 2);
+    int64_t band_lo, band_hi;
+    jit__token_band_range(token_band, &band_lo, &band_hi);
+    /* One CTA per MMA up to 256 tokens: a 2-CTA pair needs M tiles to pair. */
+    int cta_group = want.cta_group ? want.cta_group : (band_hi <= 256 || sm_count < 2 ? 1 : 2);
     if (cta_group != 1 && cta_group != 2)
         return jit__fail(d, JIT_INVALID_ARGUMENT, "cta_group must be 1 or 2, got %d", cta_group);
     if (cta_group == 2 && sm_count < 2)
@@ -303,7 +306,8 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
     } else if (want.breuse < 0) {
         breuse = 0;
     } else {
-        breuse = has_cluster_tmem_extra(arch) && cta_group == 2 && token_band == 4 && tile_n >= 192;
+        breuse = has_cluster_tmem_extra(arch) && cta_group == 2 &&
+                 token_band == JIT_TOKEN_BANDS - 1 && tile_n >= 192;
     }
     if (spec->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU && spec->n % 2 != 0)
         return jit__fail(d, JIT_INVALID_SHAPE,

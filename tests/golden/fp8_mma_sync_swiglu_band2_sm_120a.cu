@@ -2,7 +2,7 @@
  * jitgemm generated kernel: FP8 E4M3 x E4M3 GEMM with FP32 row scales, BF16 out.
  * Family fp8_mma_sync: cp.async -> shared ring -> ldmatrix.x4 -> mma.sync.m16n8k32 (FP32) -> epilogue.
  *
- * key:    jitgemm key=4 family=fp8_mma_sync device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_120a target=sm_120a fallback=0 band=2 n=27648 k=5120 a=e4m3 b=e4m3 out=bf16 scales=row epilogue=linear_swiglu tile=64x128x128 stages=2 threads=256 cluster=1x1 fallback_cluster=0x0 warps=2x4 code=4b53bb9db779808774c286f2b44ac595
+ * key:    jitgemm key=5 family=fp8_mma_sync device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_120a target=sm_120a fallback=0 band=2 n=27648 k=5120 a=e4m3 b=e4m3 out=bf16 scales=row epilogue=linear_swiglu tile=64x128x128 stages=2 threads=256 cluster=1x1 fallback_cluster=0x0 warps=2x4 code=4b53bb9db779808774c286f2b44ac595
  * hash:   kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
  * target: sm_120a
  *

@@ -2,12 +2,12 @@
  * jitgemm generated kernel: FP8 E4M3 x E4M3 GEMM with FP32 row scales, BF16 out.
  * Family fp8_wgmma: TMA (128B swizzle) -> mbarrier ring -> wgmma m64nNk32 -> epilogue.
  *
- * key:    jitgemm key=4 family=fp8_wgmma device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_90a target=sm_90a fallback=0 band=4 n=5120 k=17408 a=e4m3 b=e4m3 out=bf16 scales=row epilogue=linear tile=128x192x128 stages=5 threads=384 cluster=1x1 fallback_cluster=0x0 route=tiles promote=1 group_m=8 regs=40/232 code=8058bb5c968de4b08d61dc6f74504d16
+ * key:    jitgemm key=5 family=fp8_wgmma device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_90a target=sm_90a fallback=0 band=5 n=5120 k=17408 a=e4m3 b=e4m3 out=bf16 scales=row epilogue=linear tile=128x192x128 stages=5 threads=384 cluster=1x1 fallback_cluster=0x0 route=tiles promote=1 group_m=8 regs=40/232 code=8058bb5c968de4b08d61dc6f74504d16
  * hash:   kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
  * target: sm_90a
  *
  * plan:
- *   arch sm_90a, sm_count 132, token band 4
+ *   arch sm_90a, sm_count 132, token band 5
  *   n 5120, k 17408, epilogue linear
  *   CTA tile 128 tokens x 192 B rows x 128 K bytes, 5 stages, FP32-promoted accumulation
  *   384 threads: 1 producer warpgroup (40 registers), 2 consumer warpgroups (232)

@@ -2,12 +2,12 @@
  * jitgemm generated kernel: FP8 E4M3 x E4M3 GEMM with FP32 row scales, BF16 out.
  * Family fp8_mma_sync: cp.async -> shared ring -> ldmatrix.x4 -> mma.sync.m16n8k32 (FP32) -> epilogue.
  *
- * key:    jitgemm key=4 family=fp8_mma_sync device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_120a target=sm_120a fallback=0 band=4 n=5120 k=17408 a=e4m3 b=e4m3 out=bf16 scales=row epilogue=linear tile=128x128x128 stages=2 threads=256 cluster=1x1 fallback_cluster=0x0 warps=2x4 code=0d7addd747ee1e8359e73c7610968515
+ * key:    jitgemm key=5 family=fp8_mma_sync device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_120a target=sm_120a fallback=0 band=5 n=5120 k=17408 a=e4m3 b=e4m3 out=bf16 scales=row epilogue=linear tile=128x128x128 stages=2 threads=256 cluster=1x1 fallback_cluster=0x0 warps=2x4 code=0d7addd747ee1e8359e73c7610968515
  * hash:   kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
  * target: sm_120a
  *
  * plan:
- *   arch sm_120a, sm_count 170, token band 4
+ *   arch sm_120a, sm_count 170, token band 5
  *   n 5120, k 17408, epilogue linear
  *   CTA tile 128 tokens x 128 B rows x 128 K bytes, 2 stages
  *   warps 2 x 4 (256 threads), warp tile 64 x 32
