@@ -13,7 +13,8 @@ current stream, so both GEMMs run on the same device, the same inputs and the sa
      core accumulation promoted every 128 K), mag = sum_k |a b sa sb| (kernel_src/reference/);
   3. only if the check passed: jitgemm and torch._scaled_mm row-wise (same scales, BF16 out,
      use_fast_accum=False, its default) are each captured as a CUDA graph of --graph-iters calls
-     and replayed --reps times; the median per call is reported. Operand sets rotate so the
+     and the two graphs are replayed in alternation, --reps times each, so that both run at the
+     same clocks; the median per call is reported. Operand sets rotate so the
      working set is at least three times the L2 cache: weights are read from HBM, not L2.
 
 For linear_add and linear_swiglu torch runs the GEMM and then the epilogue in PyTorch (the
@@ -24,7 +25,13 @@ residual add; silu(gate) * up over interleaved gate/up columns), the work jitgem
 
 --sweep times every candidate the cost models weigh (JITGEMM_FORCE_CANDIDATE, a fresh context
 each) at each shape and reports, per cell, how far the model's choice is from the fastest one.
-Shapes are op:n:k:tokens. The clocks are left as found. Exit status 1 if any check failed.
+A cell's candidates share one operand rotation; each is checked and captured first, then they
+are timed in --reps interleaved rounds (one graph replay each per round, the order rotating), so
+a drift of the clock moves them all alike instead of whichever ran last.
+
+The clocks are left as found; NVML (libnvidia-ml, when the driver has it) is sampled every
+millisecond while graphs replay, and each timing carries the median SM clock and board power
+seen during its replays. Shapes are op:n:k:tokens. Exit status 1 if any check failed.
 """
 import argparse
 import ctypes
@@ -33,6 +40,7 @@ import os
 import random
 import statistics
 import sys
+import threading
 import time
 
 # ---- the library's public API (api/jitgemm.h) --------------------------------------------
@@ -207,8 +215,57 @@ def check(torch, op, x, m, n, k, family, rows):
     return float(ratio.max()), unwritten
 
 
-def graph_time_us(torch, calls, graph_iters, reps):
-    """Median per-call time of a CUDA graph that replays `calls` round-robin graph_iters times."""
+class ClockSampler:
+    """SM clock (MHz) and board power (W) from NVML, sampled every millisecond on a thread, so a
+    timing can say at what clock it ran. NVML is the driver's library; without it (or if a call
+    fails) the sampler records nothing and timings carry no clock."""
+
+    def __init__(self):
+        self.samples = []  # (time.monotonic(), sm_mhz, watts)
+        self.ok = False
+        try:
+            nvml = ctypes.CDLL("libnvidia-ml.so.1")
+            handle = ctypes.c_void_p()
+            if nvml.nvmlInit_v2() != 0 or nvml.nvmlDeviceGetHandleByIndex_v2(
+                    int(os.environ.get("JITGEMM_NVML_INDEX", "0")), ctypes.byref(handle)) != 0:
+                return
+            self.nvml, self.handle, self.ok = nvml, handle, True
+        except OSError:
+            return
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        mhz, mw = ctypes.c_uint(), ctypes.c_uint()
+        while not self.stop.is_set():
+            # NVML_CLOCK_SM = 1
+            if (self.nvml.nvmlDeviceGetClockInfo(self.handle, 1, ctypes.byref(mhz)) == 0 and
+                    self.nvml.nvmlDeviceGetPowerUsage(self.handle, ctypes.byref(mw)) == 0):
+                self.samples.append((time.monotonic(), mhz.value, mw.value / 1000.0))
+            time.sleep(0.001)
+
+    def during(self, windows):
+        """Median SM clock and power over the samples inside any of the (t0, t1) windows."""
+        if not self.ok:
+            return {}
+        got = [(c, w) for (t, c, w) in list(self.samples) if any(a <= t <= b for a, b in windows)]
+        if not got:
+            return {}
+        return {"sm_clock_mhz": statistics.median(c for c, _ in got),
+                "power_w": round(statistics.median(w for _, w in got), 1), "clock_samples": len(got)}
+
+    def close(self):
+        if self.ok:
+            self.stop.set()
+            self.thread.join()
+
+
+SAMPLER = None  # the process's ClockSampler, made in main()
+
+
+def capture(torch, calls, graph_iters):
+    """A CUDA graph that replays `calls` round-robin graph_iters times (run once, warm)."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -222,14 +279,29 @@ def graph_time_us(torch, calls, graph_iters, reps):
             calls[i % len(calls)]()
     g.replay()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        g.replay()
-        e1.record()
-        torch.cuda.synchronize()
-        times.append(e0.elapsed_time(e1) * 1e3 / graph_iters)
+    return g
+
+
+def replay_us(torch, g, graph_iters, windows):
+    """One timed replay: microseconds per call; its wall-clock window is added to `windows`."""
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0 = time.monotonic()
+    e0.record()
+    g.replay()
+    e1.record()
+    torch.cuda.synchronize()
+    windows.append((t0, time.monotonic()))
+    return e0.elapsed_time(e1) * 1e3 / graph_iters
+
+
+def graph_time_us(torch, calls, graph_iters, reps, clock=None):
+    """Median per-call time of a CUDA graph that replays `calls` round-robin graph_iters times;
+    the clock seen during the replays goes into the dict `clock` when one is given."""
+    g = capture(torch, calls, graph_iters)
+    windows = []
+    times = [replay_us(torch, g, graph_iters, windows) for _ in range(reps)]
+    if clock is not None and SAMPLER:
+        clock.update(SAMPLER.during(windows))
     return statistics.median(times)
 
 
@@ -258,10 +330,10 @@ def rotation(torch, op, m, n, k, ldd, gen):
     return [Inputs(torch, op, m, n, k, ldd, gen) for _ in range(count)]
 
 
-def measure(torch, jg, ctx, op, n, k, m, args, gen, stream_of):
-    """Check jitgemm on fresh inputs; time it; returns a dict (no time if the check failed)."""
+def checked(torch, jg, ctx, op, n, k, m, args, sets, stream_of):
+    """Plan and check jitgemm on the first operand set; returns (result dict, the calls of every
+    set to time, or None if the check failed)."""
     ldd = n // 2 if op == "linear_swiglu" else n
-    sets = rotation(torch, op, m, n, k, ldd, gen)
     prob = jg.problem(op, m, n, k, ldd)
     plan = jg.plan(ctx, prob)
     r = {"op": op, "n": n, "k": k, "tokens": m, "family": plan["family"],
@@ -274,16 +346,74 @@ def measure(torch, jg, ctx, op, n, k, m, args, gen, stream_of):
     worst, unwritten = check(torch, op, x, m, n, k, plan["family"], rows)
     r["check_rows"], r["worst_err_over_tol"], r["unwritten"] = len(rows), worst, unwritten
     r["check"] = "pass" if worst <= 1.0 and unwritten == 0 else "FAIL"
-    if r["check"] != "pass":
-        return r
-    calls = [lambda x=x: jg.gemm(ctx, prob, x.a, x.b, x.sa, x.sb, x.res, x.d, stream_of())
-             for x in sets]
-    r["jitgemm_us"] = graph_time_us(torch, calls, args.graph_iters, args.reps)
     r["sets"] = len(sets)
-    return r
+    if r["check"] != "pass":
+        return r, None
+    return r, [lambda x=x: jg.gemm(ctx, prob, x.a, x.b, x.sa, x.sb, x.res, x.d, stream_of())
+               for x in sets]
 
 
-def torch_time(torch, op, n, k, m, args, gen):
+def sweep_cell(torch, jg, op, n, k, m, args, gen, stream_of):
+    """Every candidate of the cell's plan: checked and captured one by one on one shared operand
+    rotation, then timed in interleaved rounds. Returns the candidates' result dicts."""
+    ldd = n // 2 if op == "linear_swiglu" else n
+    ctx = jg.context()
+    plan = jg.plan(ctx, jg.problem(op, m, n, k, ldd))
+    jg.lib.jit_context_destroy(ctx)
+    sets = rotation(torch, op, m, n, k, ldd, gen)
+    cells, live = [], []  # live: (result, context, graph) of the candidates to time
+    try:
+        for i, c in enumerate(plan.get("candidates", [])):
+            os.environ["JITGEMM_FORCE_CANDIDATE"] = f'{c["route"]}:{c["tile"]["m"]}x{c["tile"]["n"]}'
+            ctx = jg.context()  # a fresh kernel table, so the forced plan is loaded
+            try:
+                # Planning reads the variable at every call, the capture's included; the
+                # replays call nothing.
+                r, calls = checked(torch, jg, ctx, op, n, k, m, args, sets, stream_of)
+                g = capture(torch, calls, args.graph_iters) if calls else None
+            except BaseException:
+                jg.lib.jit_context_destroy(ctx)
+                raise
+            finally:
+                del os.environ["JITGEMM_FORCE_CANDIDATE"]
+            r.update(route=c["route"], modelled_us=c["modelled_us"],
+                     chosen=(i == plan["chosen"]["index"]))
+            cells.append(r)
+            if g is None:
+                jg.lib.jit_context_destroy(ctx)
+            else:
+                live.append((r, ctx, g))
+        times, clocks = interleaved_times(torch, [entry[2] for entry in live], args)
+        for (r, _, _), t, clock in zip(live, times, clocks):
+            r["jitgemm_us"] = statistics.median(t)
+            r["jitgemm_spread"] = (max(t) - min(t)) / r["jitgemm_us"]
+            r.update({"jitgemm_" + key: v for key, v in clock.items()})
+    finally:
+        # The graphs launch the contexts' kernels: free them before the contexts go.
+        torch.cuda.synchronize()
+        contexts = [entry[1] for entry in live]
+        live.clear()
+        for ctx in contexts:
+            jg.lib.jit_context_destroy(ctx)
+    return cells
+
+
+def interleaved_times(torch, graphs, args):
+    """Per-call times of each graph over args.reps rounds of one replay each (the order rotating
+    from round to round), and the clock seen during each graph's replays."""
+    times = [[] for _ in graphs]
+    windows = [[] for _ in graphs]
+    for rnd in range(args.reps):
+        for j in range(len(graphs)):
+            i = (j + rnd) % len(graphs)
+            times[i].append(replay_us(torch, graphs[i], args.graph_iters, windows[i]))
+    clocks = [SAMPLER.during(w) if SAMPLER else {} for w in windows]
+    return times, clocks
+
+
+def torch_calls(torch, op, n, k, m, gen):
+    """torch._scaled_mm (and the unfused epilogue) over its own operand rotation; M is padded to
+    16 as _scaled_mm requires. Returns (calls, padded M)."""
     mp = -(-m // 16) * 16  # _scaled_mm wants M, N and K multiples of 16
     sets = rotation(torch, op, mp, n, k, n, gen)
 
@@ -296,8 +426,7 @@ def torch_time(torch, op, n, k, m, args, gen):
             y = torch.nn.functional.silu(y[:, 0::2]) * y[:, 1::2]
         return y
 
-    return graph_time_us(torch, [lambda x=x: call(x) for x in sets], args.graph_iters,
-                         args.reps), mp
+    return [lambda x=x: call(x) for x in sets], mp
 
 
 def main():
@@ -324,28 +453,19 @@ def main():
     gen = torch.Generator(device="cuda").manual_seed(int(time.time()))
     stream_of = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     props = torch.cuda.get_device_properties(0)
+    global SAMPLER
+    SAMPLER = ClockSampler()
+    if not SAMPLER.ok:
+        print("torch_anchor: NVML not available; timings carry no SM clock", flush=True)
     copy_bw = copy_bandwidth(torch, args.graph_iters, args.reps)
     print(f"device {props.name}, {props.multi_processor_count} SMs, L2 {props.L2_cache_size >> 20} MiB;"
           f" copy bandwidth {copy_bw / 1e12:.2f} TB/s (read + write)", flush=True)
     results, failed = [], 0
     for op, n, k, m in parse_shapes(args.shapes):
         if args.sweep:
-            ctx = jg.context()
-            plan = jg.plan(ctx, jg.problem(op, m, n, k, n // 2 if op == "linear_swiglu" else n))
-            jg.lib.jit_context_destroy(ctx)
-            cells = []
-            for i, c in enumerate(plan.get("candidates", [])):
-                os.environ["JITGEMM_FORCE_CANDIDATE"] = f'{c["route"]}:{c["tile"]["m"]}x{c["tile"]["n"]}'
-                ctx = jg.context()  # a fresh kernel table, so the forced plan is loaded
-                try:
-                    r = measure(torch, jg, ctx, op, n, k, m, args, gen, stream_of)
-                finally:
-                    jg.lib.jit_context_destroy(ctx)
-                    del os.environ["JITGEMM_FORCE_CANDIDATE"]
-                r.update(route=c["route"], modelled_us=c["modelled_us"],
-                         chosen=(i == plan["chosen"]["index"]))
+            cells = sweep_cell(torch, jg, op, n, k, m, args, gen, stream_of)
+            for r in cells:
                 failed += r["check"] != "pass"
-                cells.append(r)
                 print(json.dumps(r), flush=True)
             timed = [c for c in cells if "jitgemm_us" in c]
             if timed:
@@ -362,12 +482,24 @@ def main():
             continue
         ctx = jg.context()
         try:
-            r = measure(torch, jg, ctx, op, n, k, m, args, gen, stream_of)
+            ldd = n // 2 if op == "linear_swiglu" else n
+            sets = rotation(torch, op, m, n, k, ldd, gen)
+            r, calls = checked(torch, jg, ctx, op, n, k, m, args, sets, stream_of)
+            if calls:
+                # Both captured, then replayed in alternation: the same clocks for both.
+                tcalls, r["torch_m"] = torch_calls(torch, op, n, k, m, gen)
+                graphs = [capture(torch, calls, args.graph_iters),
+                          capture(torch, tcalls, args.graph_iters)]
+                times, clocks = interleaved_times(torch, graphs, args)
+                r["jitgemm_us"], r["torch_us"] = (statistics.median(t) for t in times)
+                r.update({"jitgemm_" + key: v for key, v in clocks[0].items()})
+                r.update({"torch_" + key: v for key, v in clocks[1].items()})
+                torch.cuda.synchronize()
+                del graphs, tcalls, calls
         finally:
             jg.lib.jit_context_destroy(ctx)
         failed += r["check"] != "pass"
         if "jitgemm_us" in r:
-            r["torch_us"], r["torch_m"] = torch_time(torch, op, n, k, m, args, gen)
             flops = 2.0 * m * n * k
             r["jitgemm_tflops"] = flops / (r["jitgemm_us"] * 1e-6) / 1e12
             r["torch_tflops"] = flops / (r["torch_us"] * 1e-6) / 1e12
@@ -384,8 +516,8 @@ def main():
         with open(args.out, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
-    print("\n| shape (op T x N x K) | family tile | check err/tol | jitgemm us | torch us | speedup | TFLOP/s | weights/copy BW |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n| shape (op T x N x K) | family tile | check err/tol | jitgemm us | torch us | speedup | TFLOP/s | weights/copy BW | SM MHz / W (jitgemm, torch) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         if r.get("sweep"):
             print(f'| sweep {r["op"]} {r["tokens"]}x{r["n"]}x{r["k"]} | chosen {r["chosen"]} | | '
@@ -399,7 +531,10 @@ def main():
         print(f'| {r["op"]} {r["tokens"]}x{r["n"]}x{r["k"]} | {r["family"]} {r["tile"]} | '
               f'{r["worst_err_over_tol"]:.3g} | {r["jitgemm_us"]:.1f} | {r["torch_us"]:.1f} | '
               f'{r["speedup_over_torch"]:.3f} | {r["jitgemm_tflops"]:.0f} vs {r["torch_tflops"]:.0f} | '
-              f'{r["weight_bw_fraction"]:.2f} |')
+              f'{r["weight_bw_fraction"]:.2f} | {r.get("jitgemm_sm_clock_mhz", "-")} / '
+              f'{r.get("jitgemm_power_w", "-")}, {r.get("torch_sm_clock_mhz", "-")} / '
+              f'{r.get("torch_power_w", "-")} |')
+    SAMPLER.close()
     return 1 if failed else 0
 
 
