@@ -220,14 +220,24 @@ class ClockSampler:
     timing can say at what clock it ran. NVML is the driver's library; without it (or if a call
     fails) the sampler records nothing and timings carry no clock."""
 
-    def __init__(self):
+    def __init__(self, props):
         self.samples = []  # (time.monotonic(), sm_mhz, watts)
         self.ok = False
         try:
             nvml = ctypes.CDLL("libnvidia-ml.so.1")
             handle = ctypes.c_void_p()
-            if nvml.nvmlInit_v2() != 0 or nvml.nvmlDeviceGetHandleByIndex_v2(
-                    int(os.environ.get("JITGEMM_NVML_INDEX", "0")), ctypes.byref(handle)) != 0:
+            if nvml.nvmlInit_v2() != 0:
+                return
+            # The device torch runs on, found by its PCI address (NVML's indices ignore
+            # CUDA_VISIBLE_DEVICES); NVML's first device where torch does not say.
+            bus = getattr(props, "pci_bus_id", None)
+            if bus is not None:
+                addr = (f"{getattr(props, 'pci_domain_id', 0):08x}:{bus:02x}:"
+                        f"{getattr(props, 'pci_device_id', 0):02x}.0").encode()
+                found = nvml.nvmlDeviceGetHandleByPciBusId_v2(addr, ctypes.byref(handle))
+            else:
+                found = nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle))
+            if found != 0:
                 return
             self.nvml, self.handle, self.ok = nvml, handle, True
         except OSError:
@@ -454,7 +464,7 @@ def main():
     stream_of = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     props = torch.cuda.get_device_properties(0)
     global SAMPLER
-    SAMPLER = ClockSampler()
+    SAMPLER = ClockSampler(props)
     if not SAMPLER.ok:
         print("torch_anchor: NVML not available; timings carry no SM clock", flush=True)
     copy_bw = copy_bandwidth(torch, args.graph_iters, args.reps)

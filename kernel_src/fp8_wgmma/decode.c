@@ -4,6 +4,7 @@
  * streams weights; the last CTA of a tile adds the k-splits' partials in a fixed order. This file
  * holds its sizes, its candidates for the cost model and its parameter block.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,12 +55,15 @@ unsigned jit__wgmma_decode_grid(const jit__plan_t *p, int64_t m) {
  * 8192 x 3584; docs/performance.md): the weights stream from HBM at up to the first rate, one SM
  * takes in at most the second, each further round of units costs about the third (the grid
  * refills as CTAs finish), the last CTA of a tile reads the split partials back at the fourth
- * rate, and a launch with its ramp costs the last figure. */
-#define DECODE_HBM_BYTES_PER_S 3.968e12
-#define DECODE_SM_BYTES_PER_S 121e9
-#define DECODE_ROUND_US 1.196
-#define DECODE_REDUCE_BYTES_PER_S 1.885e12
-#define DECODE_FIXED_US 5.245
+ * rate, and a launch with its ramp costs the fifth figure. The HBM and per-SM limits meet
+ * smoothly (a power mean with the last exponent): with few SMs streaming, HBM is not reached
+ * before the per-SM limit binds (the sweep: 40 SMs took 1.06x the time of 120 at M = 1). */
+#define DECODE_HBM_BYTES_PER_S 4.129e12
+#define DECODE_SM_BYTES_PER_S 128.4e9
+#define DECODE_ROUND_US 1.245
+#define DECODE_REDUCE_BYTES_PER_S 1.83e12
+#define DECODE_FIXED_US 5.406
+#define DECODE_LIMIT_EXPONENT 4.862
 
 static double decode_us(const jit__plan_t *p, int bw, int tok, int split, int64_t m) {
     double k = (double)p->spec.k;
@@ -72,8 +76,9 @@ static double decode_us(const jit__plan_t *p, int bw, int tok, int split, int64_
     double reduce = split > 1 ? (double)split * (double)m * (double)p->spec.n * 4.0 * 2.0 /
                                     DECODE_REDUCE_BYTES_PER_S * 1e6
                               : 0;
-    return (hbm > per_sm ? hbm : per_sm) + reduce + DECODE_ROUND_US * (double)(rounds - 1) +
-           DECODE_FIXED_US;
+    double stream = pow(pow(hbm, DECODE_LIMIT_EXPONENT) + pow(per_sm, DECODE_LIMIT_EXPONENT),
+                        1.0 / DECODE_LIMIT_EXPONENT);
+    return stream + reduce + DECODE_ROUND_US * (double)(rounds - 1) + DECODE_FIXED_US;
 }
 
 /* The token tile of a band: one tile holds every M of it (16 for M <= 16, 64 up to 64), and a

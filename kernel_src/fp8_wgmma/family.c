@@ -49,18 +49,21 @@ static int max_stages(int bm, int bn) {
 /* ---- the cost model ----------------------------------------------------------------------- */
 
 /* Rates of an H200 (sm_90a, 132 SMs) running this kernel, fitted to the sweep of
- * bench/torch_anchor.py --sweep (every candidate timed at 14 cells of M x N x K; docs/performance.md
+ * bench/torch_anchor.py --sweep (every candidate timed at 17 cells of M x N x K; docs/performance.md
  * gives the cells, the fit and how far the choice lands from the fastest measured candidate).
  * A 128-K block runs at the slower of the tensor cores and the SM's operand loads, plus a fixed
  * cost (the wgmma wait and the FP32 promotion); both rates rise when fewer SMs are busy (the
  * clock has headroom then). The grid's last round is whole: a persistent CTA with one more tile
- * than the others sets the time. */
+ * than the others sets the time. An m-tile that runs past M loads an A box that TMA partly
+ * fills with zeros, and such a box costs more than a whole one: where the loads were not hidden
+ * behind the MMAs that tile is slower (the sweep: 128x96 at M = 192 took 1.31x its time at
+ * M = 256, 128x128 and wider tiles did not move), and the CTA holding it sets the time. */
 typedef struct wgmma_model {
     double mma_flops_per_sm; /* wgmma FLOP/s per SM, all SMs busy */
     double sm_load;          /* operand bytes per second into one SM, all SMs busy */
     double idle_boost;       /* rates x (1 + idle_boost * share of idle SMs) */
     double block_us;         /* per 128-K block: wgmma.wait_group and the promotion adds */
-    double partial_a_load;   /* loads x this when M < BM (A's box partly zero-filled by TMA) */
+    double partial_a_load;   /* A's loads x this in an m-tile past M (box partly zero-filled) */
     double cluster_block;    /* clusters of two: block time x this */
     double tile_overhead_us; /* per tile: pipeline fill and epilogue */
     double dram_bytes_per_s; /* HBM, a floor for tiny M */
@@ -68,16 +71,28 @@ typedef struct wgmma_model {
 } wgmma_model_t;
 
 static const wgmma_model_t k_model = {
-    .mma_flops_per_sm = 12.93e12,
-    .sm_load = 155.3e9,
-    .idle_boost = 0.655,
-    .block_us = 0.0884,
-    .partial_a_load = 2.44,
+    .mma_flops_per_sm = 12.18e12,
+    .sm_load = 149.2e9,
+    .idle_boost = 0.60,
+    .block_us = 0.0699,
+    .partial_a_load = 2.79,
     .cluster_block = 1.047,
-    .tile_overhead_us = 2.42,
+    .tile_overhead_us = 3.45,
     .dram_bytes_per_s = 4.0e12,
-    .launch_us = 2.2,
+    .launch_us = 3.22,
 };
+
+/* One tile: K blocks at the slower of the tensor cores and the loads (A's bytes x a_scale),
+ * plus the per-block and per-tile costs. */
+static double tile_us(const wgmma_model_t *c, int bm, int bn, int cluster, double boost,
+                      double k_blocks, double a_scale) {
+    double t_mma = 2.0 * bm * bn * BK / (c->mma_flops_per_sm * boost);
+    double t_load = ((double)bm * a_scale + (double)bn / cluster) * BK / (c->sm_load * boost);
+    double t_block = (t_mma > t_load ? t_mma : t_load) * 1e6;
+    if (cluster > 1)
+        t_block *= c->cluster_block;
+    return k_blocks * (t_block + c->block_us) + c->tile_overhead_us;
+}
 
 static double modelled_us(const jit__plan_t *p, int bm, int bn, int cluster, int64_t m) {
     const jit__gemm_spec_t *s = &p->spec;
@@ -90,21 +105,19 @@ static double modelled_us(const jit__plan_t *p, int bm, int bn, int cluster, int
         grid = tiles;
     int64_t per_cta = (tiles + grid - 1) / grid;
     double boost = 1.0 + c->idle_boost * (1.0 - (double)grid / (double)p->sm_count);
-    double t_mma = 2.0 * bm * bn * BK / (c->mma_flops_per_sm * boost);
-    double t_load = ((double)bm + (double)bn / cluster) * BK / (c->sm_load * boost);
-    if (m < bm)
-        t_load *= c->partial_a_load;
-    double t_block = (t_mma > t_load ? t_mma : t_load) * 1e6;
-    if (cluster > 1)
-        t_block *= c->cluster_block;
     double k_blocks = (double)((s->k + BK - 1) / BK);
-    double t_tile = k_blocks * (t_block + c->block_us) + c->tile_overhead_us;
+    double t_tile = tile_us(c, bm, bn, cluster, boost, k_blocks, 1.0);
     double out_bytes = 2.0 * (double)m * (double)jit__spec_out_cols(s);
     if (s->epilogue == JIT_EPILOGUE_LINEAR_ADD)
         out_bytes *= 2;
     double k = (double)s->k;
     double dram = ((double)m * k + (double)s->n * k + out_bytes) / c->dram_bytes_per_s * 1e6;
     double compute = (double)per_cta * t_tile;
+    if (m % bm != 0) {
+        /* The CTA with a partial m-tile (every CTA when M < BM). */
+        double t_partial = tile_us(c, bm, bn, cluster, boost, k_blocks, c->partial_a_load);
+        compute = m < bm ? (double)per_cta * t_partial : compute - t_tile + t_partial;
+    }
     return (compute > dram ? compute : dram) + c->launch_us;
 }
 

@@ -12,7 +12,7 @@
  *   CTA tile 128 tokens x 192 B rows x 128 K bytes, 5 stages, FP32-promoted accumulation
  *   384 threads: 1 producer warpgroup (40 registers), 2 consumer warpgroups (232)
  *   dynamic shared memory 216144 bytes; persistent grid, raster groups of 8 m-groups; clusters of 1 CTA
- *   model: least mean slowdown over M in {1025, 2048, 4096, 8192}: wgmma_tma 128x192, mean 1.046x, within 1.157x of the modelled best
+ *   model: least mean slowdown over M in {1025, 2048, 4096, 8192}: wgmma_tma 128x192, mean 1.050x, within 1.162x of the modelled best
  */
 
 #include "fp8_wgmma/device/fp8_wgmma.cuh"
