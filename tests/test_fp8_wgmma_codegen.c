@@ -90,7 +90,9 @@ Test(fp8_wgmma, the_model_picks_its_least_mean_slowdown) {
             cr_expect_eq(p.smem_bytes, jit__wgmma_decode_smem_bytes(wp->bn, wp->bm, wp->stages,
                                                                      wp->ksub, wp->split));
         else
-            cr_expect_eq(p.smem_bytes, jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages));
+            cr_expect_eq(p.smem_bytes,
+                         jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages, wp->bn,
+                                               wp->store_warps));
         cr_expect_leq(p.smem_bytes, 232448u);
         cr_expect(strstr(p.reason, "least mean slowdown over M in {"), "%s", p.reason);
     }

@@ -402,3 +402,19 @@ Test(gpu_fp8, wgmma_decode_and_cluster_routes_linear_add, .timeout = 900) {
 Test(gpu_fp8, wgmma_decode_and_cluster_routes_linear_swiglu, .timeout = 900) {
     run_forced_routes(JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
 }
+
+/* The consumers' own stores (JITGEMM_WGMMA_EPILOGUE=consumers), which linear and swiglu leave
+ * to the store warps by default; linear_add always takes this path and is covered above. */
+static void run_consumer_stores(jit_epilogue_t ep, int64_t n) {
+    setenv("JITGEMM_WGMMA_EPILOGUE", "consumers", 1);
+    run_epilogue("fp8_wgmma", ep, n);
+    unsetenv("JITGEMM_WGMMA_EPILOGUE");
+}
+
+Test(gpu_fp8, wgmma_consumer_stores_linear, .timeout = 900) {
+    run_consumer_stores(JIT_EPILOGUE_LINEAR, 1001);
+}
+
+Test(gpu_fp8, wgmma_consumer_stores_linear_swiglu, .timeout = 900) {
+    run_consumer_stores(JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
+}

@@ -30,18 +30,33 @@ static jit_status_t supports(const jit__gemm_spec_t *s, const jit__arch_profile_
     return JIT_OK;
 }
 
-uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages) {
-    /* The ring, then the epilogue staging (two warpgroups x BM/2 rows x 80 bytes: 32 BF16
-     * columns plus a 16-byte pad), the full/empty barriers, and 1 KiB of slack so the kernel
-     * can round its base up to the 1024-byte swizzle atom. */
+uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages, int out_cols, int store_warps) {
+    /* The ring, then the epilogue staging, the barriers, and 1 KiB of slack so the kernel can
+     * round its base up to the 1024-byte swizzle atom. Staging: with store warps the whole BF16
+     * tile (BM rows of out_cols, plus a 16-byte pad) and the tile's BM + BN scales, and three
+     * more barriers; else two warpgroups x BM/2 rows x 80 bytes (32 BF16 columns plus a pad). */
     uint32_t ring = (uint32_t)stages * (uint32_t)(bm + bn) * BK;
+    if (store_warps) {
+        uint32_t staging = (uint32_t)bm * (uint32_t)(2 * out_cols + 16);
+        uint32_t scales = 4u * (uint32_t)(bm + bn);
+        return ring + staging + scales + 8u * (2u * (uint32_t)stages + 3u) + 1024u;
+    }
     uint32_t staging = (uint32_t)bm * 80u;
     return ring + staging + 16u * (uint32_t)stages + 1024u;
 }
 
-static int max_stages(int bm, int bn) {
+int jit__wgmma_store_warps(const jit__gemm_spec_t *spec) {
+    if (spec->epilogue == JIT_EPILOGUE_LINEAR_ADD)
+        return 0;
+    const char *e = getenv("JITGEMM_WGMMA_EPILOGUE");
+    return !(e && strcmp(e, "consumers") == 0);
+}
+
+static int max_stages(const jit__gemm_spec_t *spec, int bm, int bn) {
+    int out_cols = spec->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU ? bn / 2 : bn;
+    int store = jit__wgmma_store_warps(spec);
     int s = MAX_STAGES;
-    while (s >= 2 && jit__wgmma_smem_bytes(bm, bn, s) > SMEM_LIMIT)
+    while (s >= 2 && jit__wgmma_smem_bytes(bm, bn, s, out_cols, store) > SMEM_LIMIT)
         s--;
     return s;
 }
@@ -151,7 +166,13 @@ static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
          * inside wgmma measured 20-49 times the FP32 tolerance (docs/kernels-fp8-wgmma.md). */
         wp->promote = 1;
         wp->cluster = strcmp(w->route, k_routes[1]) == 0 ? 2 : 1;
-        p->smem_bytes = jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages);
+        wp->store_warps = jit__wgmma_store_warps(&p->spec);
+        p->smem_bytes =
+            jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages,
+                                  (int)(wp->bn / (p->spec.epilogue == JIT_EPILOGUE_LINEAR_SWIGLU
+                                                      ? 2
+                                                      : 1)),
+                                  wp->store_warps);
     }
     p->tile_m = wp->bm;
     p->tile_n = wp->bn;
@@ -190,7 +211,7 @@ static jit_status_t plan(jit__plan_t *p, jit__diag_t *d) {
     double t[JIT_PLAN_MAX_CANDIDATES][JIT_WGMMA_BAND_SAMPLES];
     for (size_t i = 0; i < sizeof(k_tiles) / sizeof(k_tiles[0]); i++) {
         int bm = k_tiles[i][0], bn = k_tiles[i][1];
-        int stages = max_stages(bm, bn);
+        int stages = max_stages(&p->spec, bm, bn);
         if (p->spec.epilogue == JIT_EPILOGUE_LINEAR_SWIGLU && bn % 64 != 0)
             continue;
         if (stages < 3)
@@ -258,6 +279,8 @@ static void key_fields(const jit__plan_t *p, jit__sb_t *sb) {
                    wp->producer_regs, wp->consumer_regs);
     if (wp->route == JIT_WGMMA_DECODE)
         jit__sb_printf(sb, " ksub=%d split=%d", wp->ksub, wp->split);
+    else
+        jit__sb_printf(sb, " store_warps=%d", wp->store_warps);
 }
 
 static int plan_to_json(const jit__plan_t *p, void *json_object) {
@@ -270,6 +293,8 @@ static int plan_to_json(const jit__plan_t *p, void *json_object) {
     if (o && wp->route == JIT_WGMMA_DECODE) {
         json_object_set_new(o, "ksub", json_integer(wp->ksub));
         json_object_set_new(o, "split", json_integer(wp->split));
+    } else if (o) {
+        json_object_set_new(o, "store_warps", json_boolean(wp->store_warps));
     }
     return json_object_set_new((json_t *)json_object, "wgmma", o);
 }

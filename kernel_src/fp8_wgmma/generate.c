@@ -42,10 +42,16 @@ static jit_status_t check_plan(const jit__plan_t *plan, jit__diag_t *d) {
         (s->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU && wp->bn % 64))
         return jit__fail(d, JIT_PLAN_FAILED, "wgmma family: tile %dx%d is not one it supports",
                          wp->bm, wp->bn);
-    if (plan->smem_bytes != jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages))
+    if (wp->store_warps && s->epilogue == JIT_EPILOGUE_LINEAR_ADD)
+        return jit__fail(d, JIT_PLAN_FAILED,
+                         "wgmma family: linear_add has no store-warp epilogue (the residual is "
+                         "added before rounding)");
+    int out_cols = s->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU ? wp->bn / 2 : wp->bn;
+    uint32_t want = jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages, out_cols, wp->store_warps);
+    if (plan->smem_bytes != want)
         return jit__fail(d, JIT_PLAN_FAILED,
                          "wgmma family: plan says %u bytes of shared memory, the kernel uses %u",
-                         plan->smem_bytes, jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages));
+                         plan->smem_bytes, want);
     return JIT_OK;
 }
 
@@ -75,6 +81,11 @@ static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t
                    " *   384 threads: 1 producer warpgroup (%d registers), 2 consumer "
                    "warpgroups (%d)\n",
                    wp->producer_regs, wp->consumer_regs);
+    if (wp->route != JIT_WGMMA_DECODE)
+        jit__sb_printf(sb, " *   epilogue stores: %s\n",
+                       wp->store_warps ? "the producer warpgroup's 3 store warps, from the "
+                                         "whole tile staged in shared memory"
+                                       : "the consumer warpgroups, 32 columns at a time");
     if (wp->route == JIT_WGMMA_DECODE)
         jit__sb_printf(sb,
                        " *   dynamic shared memory %u bytes; one CTA per (token tile, weight "
@@ -122,10 +133,11 @@ jit_status_t jit__gen_fp8_wgmma(const jit__plan_t *plan, const jit__key_t *key, 
     } else {
         jit__sb_append(&sb, "#include \"fp8_wgmma/device/fp8_wgmma.cuh\"\n\n");
         jit__sb_printf(
-            &sb, "typedef Fp8WgmmaKernel<%d, %d, %d, %lld, %lld, %s, %d, %d, %d, %d, %d> Kernel;\n",
+            &sb,
+            "typedef Fp8WgmmaKernel<%d, %d, %d, %lld, %lld, %s, %d, %d, %d, %d, %d, %d> Kernel;\n",
             wp->bm, wp->bn, wp->stages, (long long)plan->spec.n, (long long)plan->spec.k,
             k_epilogue[plan->spec.epilogue], wp->promote, wp->group_m, wp->producer_regs,
-            wp->consumer_regs, wp->cluster);
+            wp->consumer_regs, wp->cluster, wp->store_warps);
     }
     jit__sb_printf(&sb, "static_assert(Kernel::SMEM_BYTES == %u, \"the plan's shared memory\");\n",
                    plan->smem_bytes);

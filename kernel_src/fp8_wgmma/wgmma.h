@@ -32,6 +32,7 @@ typedef struct jit__wgmma_plan {
     int group_m;       /* m-tiles per raster group */
     int producer_regs; /* setmaxnreg budgets */
     int consumer_regs;
+    int store_warps; /* tiles: the producer warpgroup's spare warps write D (not linear_add) */
     int ksub;  /* decode: 128-K blocks per stage */
     int split; /* decode: k-splits per tile (1: no workspace) */
 } jit__wgmma_plan_t;
@@ -46,8 +47,13 @@ static inline const jit__wgmma_plan_t *jit__wgmma_cof(const jit__plan_t *plan) {
 }
 
 /* Dynamic shared memory of a configuration, as the kernel lays it out (the generated source
- * asserts that the template computes the same). */
-uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages);
+ * asserts that the template computes the same). `out_cols`: output columns per tile (BN, or
+ * BN / 2 for swiglu); `store_warps`: the store-warp epilogue's whole-tile staging. */
+uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages, int out_cols, int store_warps);
+
+/* Whether a tile plan of this spec uses the store-warp epilogue: linear and swiglu do, unless
+ * JITGEMM_WGMMA_EPILOGUE=consumers asks for the consumers' own stores (a comparison switch). */
+int jit__wgmma_store_warps(const jit__gemm_spec_t *spec);
 
 /* The same for the decode kernel (device/fp8_wgmma_decode.cuh). */
 uint32_t jit__wgmma_decode_smem_bytes(int bw, int tok, int stages, int ksub, int split);

@@ -9,10 +9,15 @@
  *
  * Block of 384 threads = 3 warpgroups, one CTA per SM:
  *   warpgroup 0  producer: gives registers away (setmaxnreg.dec); one thread issues the TMA loads
- *                of A (BM x 128) and B (BN x 128) per 128-K block into a STAGES-deep ring.
+ *                of A (BM x 128) and B (BN x 128) per 128-K block into a STAGES-deep ring. With
+ *                STORE_WARPS its other three warps are the store warps: they put each tile's
+ *                scales in shared memory while the tile's MMAs run, and write the finished
+ *                BF16 tile from shared memory to D while the consumers run the next tile.
  *   warpgroups 1, 2  consumers: each owns BM/2 rows of the BM x BN tile (one or two m64 wgmma
  *                waves) and all BN columns; they wait on full[s], issue 4 wgmma k32 steps, and
- *                hand the slot back through empty[s]; then the epilogue for their rows.
+ *                hand the slot back through empty[s]; then the epilogue for their rows: with
+ *                STORE_WARPS only scale, round and stage the whole tile in shared memory (the
+ *                tensor cores wait for that part alone), else also store it to D themselves.
  * The grid is persistent: CTA b takes tiles b, b + gridDim.x, ... in grouped raster order (GROUP_M
  * m-tiles walk the n-tiles together, so concurrently running CTAs share A and B rows in L2). The
  * stage/phase counters run on across tiles, so the producer streams the next tile's K blocks while
@@ -66,13 +71,15 @@ enum Fp8WgmmaEpilogue {
  * PROMOTE   0 fast accumulation, 1 FP32 promotion every 128 K, 2 every 32 K (diagnostic, slow)
  * GROUP_M   m-tile groups per raster group (>= 1)
  * PRODUCER_REGS / CONSUMER_REGS  setmaxnreg budgets: 40/232 or 24/240
+ * STORE_WARPS  1: the store warps write D (linear and swiglu; not linear_add, whose residual
+ *           is added before the one rounding to BF16); 0: the consumers write D
  * CLUSTER   1, or 2: the two CTAs of a cluster take m-tiles 2i and 2i+1 of one n-tile, and each
  *           loads half of the shared B tile with TMA multicast into both, so B costs each SM
  *           half the L2 reads (the kernel is bound by L2-to-SM bandwidth at large M:
  *           docs/kernels-fp8-wgmma.md)
  */
 template <int BM, int BN, int STAGES, int N, int K, int EPILOGUE, int PROMOTE, int GROUP_M = 8,
-          int PRODUCER_REGS = 40, int CONSUMER_REGS = 232, int CLUSTER = 1>
+          int PRODUCER_REGS = 40, int CONSUMER_REGS = 232, int CLUSTER = 1, int STORE_WARPS = 0>
 struct Fp8WgmmaKernel {
     enum : int {
         THREADS = 384,
@@ -88,10 +95,17 @@ struct Fp8WgmmaKernel {
         A_BYTES = BM * BK,
         B_BYTES = BN * BK,
         STAGE_BYTES = A_BYTES + B_BYTES,
+        OUT_PITCH = TILE_NOUT * 2 + 16, /* a staged output row (store warps); the pad puts the
+                                           8 rows of an accumulator fragment on distinct banks */
         STAGING_OFFSET = STAGES * STAGE_BYTES,
-        STAGING_BYTES = 2 * WG_ROWS * EPI_PITCH,
-        BAR_OFFSET = STAGING_OFFSET + STAGING_BYTES,
-        SMEM_BYTES = BAR_OFFSET + 2 * STAGES * 8 + 1024, /* + slack to align the base to 1024 */
+        STAGING_BYTES = STORE_WARPS ? BM * OUT_PITCH : 2 * WG_ROWS * EPI_PITCH,
+        SCALES_OFFSET = STAGING_OFFSET + STAGING_BYTES, /* alpha * sa of BM rows, sb of BN */
+        SCALES_BYTES = STORE_WARPS ? (BM + BN) * 4 : 0,
+        BAR_OFFSET = SCALES_OFFSET + SCALES_BYTES,
+        BAR_COUNT = 2 * STAGES + (STORE_WARPS ? 3 : 0), /* full, empty; staged, drained, scales */
+        SMEM_BYTES = BAR_OFFSET + BAR_COUNT * 8 + 1024, /* + slack to align the base to 1024 */
+        STORE_THREADS = 96,          /* warps 1..3 of the producer warpgroup */
+        CONSUMER_THREADS = 256,
         K_BLOCKS = (K + BK - 1) / BK,
         N_TILES = (N + BN - 1) / BN,
         CONSUMER_WARPS = 8,
@@ -116,6 +130,9 @@ struct Fp8WgmmaKernel {
     static_assert(PROMOTE >= 0 && PROMOTE <= 2, "promotion mode");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
     static_assert(B_SLICE_ROWS % 8 == 0, "each multicast slice starts on a whole 1024-byte atom");
+    static_assert(!STORE_WARPS || EPILOGUE != FP8W_EPI_LINEAR_ADD,
+                  "linear_add adds the residual before rounding: the consumers store it");
+    static_assert(TILE_NOUT % 32 == 0, "staged rows are whole 64-byte multiples");
 
     /* Work unit `unit` of the persistent sequence -> (m-group, n-tile), grouped raster: GROUP_M
      * m-groups walk the n-tiles together, so CTAs running at the same time share A and B rows
@@ -419,6 +436,113 @@ struct Fp8WgmmaKernel {
         }
     }
 
+    /* ---- the store-warp path (STORE_WARPS) ----
+     * Three barriers pass each tile between the consumers and the store warps, one phase per
+     * tile (so tile i waits on parity i & 1):
+     *   scales   the store warps wrote the tile's alpha * sa and sb (96 arrivals)
+     *   staged   the consumers wrote the tile's BF16 values to the staging buffer (256)
+     *   drained  the store warps read the staging buffer out (96)
+     * The store warps write tile i's scales only after waiting for staged(i - 1), when the
+     * consumers have read tile i - 1's; the consumers overwrite the staging buffer only after
+     * drained(i - 1). Neither side gets two phases ahead of the other. */
+    struct Handoff {
+        u32 scales, staged, drained;
+    };
+    static __device__ __forceinline__ Handoff handoff_of(u32 bars) {
+        const u32 first = bars + 2 * STAGES * 8;
+        return Handoff{first, first + 8, first + 16};
+    }
+
+    static __device__ __forceinline__ void store_warps(const Fp8WgmmaParams &p, u8 *smem_ptr,
+                                                       Handoff h, const Work &w) {
+        const int sid = (int)threadIdx.x - 32; /* 0 .. STORE_THREADS - 1 */
+        float *scales = (float *)(smem_ptr + SCALES_OFFSET);
+        const u8 *staging = smem_ptr + STAGING_OFFSET;
+        const i64 m = p.m;
+        const bool d_vec = (p.ldd % 8 == 0) && (((u64)p.d & 15) == 0);
+        u32 parity = 0;
+        for (int unit = w.first; unit < w.units; unit += w.stride) {
+            int mg, nt;
+            unit_coords(unit, w.m_groups, mg, nt);
+            const i64 row0 = (i64)(mg * CLUSTER + w.rank) * BM; /* past M for a spare CTA */
+            const int n0 = nt * BN;
+            /* 1. this tile's scales; rows and columns past the edges get 0 (never stored) */
+            for (int i = sid; i < BM + BN; i += STORE_THREADS) {
+                float v;
+                if (i < BM) {
+                    const i64 r = row0 + i;
+                    v = r < m ? p.alpha * p.sa[r] : 0.0f;
+                } else {
+                    const int c = n0 + i - BM;
+                    v = c < N ? p.sb[c] : 0.0f;
+                }
+                scales[i] = v;
+            }
+            mbar_arrive(h.scales);
+            /* 2. the staged tile -> D, 16 bytes per thread and step, rows in order */
+            mbar_wait(h.staged, parity);
+            enum : int { UNITS = TILE_NOUT / 8 };
+            const int rows = (int)min_of((i64)BM, m - row0);
+            for (int u = sid; u < rows * UNITS; u += STORE_THREADS) {
+                const int r = u / UNITS, cu = u % UNITS;
+                const int gcol = nt * TILE_NOUT + cu * 8;
+                if (gcol >= NOUT)
+                    continue;
+                const uint4 v = *(const uint4 *)(staging + r * OUT_PITCH + cu * 16);
+                u16 *dst = p.d + (row0 + r) * p.ldd + gcol;
+                if (d_vec && gcol + 8 <= NOUT) {
+                    st_global_v4(dst, v.x, v.y, v.z, v.w);
+                } else {
+                    const u32 words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        if (gcol + e < NOUT)
+                            dst[e] = (u16)(words[e >> 1] >> (16 * (e & 1)));
+                }
+            }
+            mbar_arrive(h.drained);
+            parity ^= 1;
+        }
+    }
+
+    /* The consumers' part of the store-warp epilogue: scale, apply, round once to BF16 and write
+     * this warpgroup's rows of the tile to the staging buffer (fragment layout as in
+     * epilogue()); the store warps write it to D while the next tile's MMAs run. */
+    static __device__ __forceinline__ void epilogue_staged(const float (&acc)[WAVES][ACC],
+                                                           u8 *smem_ptr, Handoff h, u32 parity,
+                                                           int cwg, int tid) {
+        const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+        const float *scales = (const float *)(smem_ptr + SCALES_OFFSET);
+        u8 *staging = smem_ptr + STAGING_OFFSET;
+        mbar_wait(h.drained, parity ^ 1); /* the last tile is out (tile 0: at once) */
+        mbar_wait(h.scales, parity);
+        float rs[WAVES][2];
+#pragma unroll
+        for (int w = 0; w < WAVES; w++)
+#pragma unroll
+            for (int hh = 0; hh < 2; hh++)
+                rs[w][hh] = scales[cwg * WG_ROWS + w * 64 + warp * 16 + g + 8 * hh];
+#pragma unroll
+        for (int j = 0; j < ACC / 4; j++) {
+            const float2 cs = *(const float2 *)(scales + BM + 8 * j + 2 * t);
+#pragma unroll
+            for (int w = 0; w < WAVES; w++)
+#pragma unroll
+                for (int hh = 0; hh < 2; hh++) {
+                    const int srow = cwg * WG_ROWS + w * 64 + warp * 16 + g + 8 * hh;
+                    const float v0 = acc[w][4 * j + 2 * hh] * rs[w][hh] * cs.x;
+                    const float v1 = acc[w][4 * j + 2 * hh + 1] * rs[w][hh] * cs.y;
+                    if (EPILOGUE == FP8W_EPI_LINEAR_SWIGLU)
+                        *(u16 *)(staging + srow * OUT_PITCH + (4 * j + t) * 2) =
+                            to_bf16(swiglu(v0, v1));
+                    else
+                        *(u32 *)(staging + srow * OUT_PITCH + (8 * j + 2 * t) * 2) =
+                            pack_bf16x2(v0, v1);
+                }
+        }
+        mbar_arrive(h.staged);
+    }
+
     static __device__ __forceinline__ void consumer(const Fp8WgmmaParams &p, u32 smem,
                                                     u8 *smem_ptr, u32 full_bar, u32 empty_bar,
                                                     int cwg, const Work &w) {
@@ -427,12 +551,17 @@ struct Fp8WgmmaKernel {
         float acc[WAVES][ACC];
         float part[WAVES][ACC]; /* promotion only; optimised away otherwise */
         int stage = 0;
-        u32 phase = 0;
+        u32 phase = 0, tile_parity = 0;
         for (int unit = w.first; unit < w.units; unit += w.stride) {
             int mg, nt;
             unit_coords(unit, w.m_groups, mg, nt);
             mainloop(acc, part, smem, full_bar, empty_bar, cwg, tid & 31, stage, phase);
-            epilogue(p, acc, staging, mg * CLUSTER + w.rank, nt, cwg, tid);
+            if (STORE_WARPS) {
+                epilogue_staged(acc, smem_ptr, handoff_of(full_bar), tile_parity, cwg, tid);
+                tile_parity ^= 1;
+            } else {
+                epilogue(p, acc, staging, mg * CLUSTER + w.rank, nt, cwg, tid);
+            }
         }
     }
 
@@ -450,6 +579,12 @@ struct Fp8WgmmaKernel {
             for (int s = 0; s < STAGES; s++) {
                 mbar_init(full_bar + s * 8, 1); /* the producer's arrive.expect_tx */
                 mbar_init(empty_bar + s * 8, EMPTY_ARRIVALS);
+            }
+            if (STORE_WARPS) {
+                const Handoff h = handoff_of(full_bar);
+                mbar_init(h.scales, STORE_THREADS);
+                mbar_init(h.staged, CONSUMER_THREADS);
+                mbar_init(h.drained, STORE_THREADS);
             }
             fence_mbarrier_init();
         } else if (threadIdx.x == 32) {
@@ -469,6 +604,8 @@ struct Fp8WgmmaKernel {
             setmaxnreg_dec<PRODUCER_REGS>();
             if (threadIdx.x == 0)
                 producer(p, smem, full_bar, empty_bar, w);
+            else if (STORE_WARPS && threadIdx.x >= 32)
+                store_warps(p, smem_ptr, handoff_of(full_bar), w);
         } else {
             setmaxnreg_inc<CONSUMER_REGS>();
             consumer(p, smem, smem_ptr, full_bar, empty_bar, wg - 1, w);
