@@ -64,20 +64,21 @@ static int max_stages(const jit__gemm_spec_t *spec, int bm, int bn) {
 /* ---- the cost model ----------------------------------------------------------------------- */
 
 /* Rates of an H200 (sm_90a, 132 SMs) running this kernel, fitted to the sweep of
- * bench/torch_anchor.py --sweep (every candidate timed at 22 cells of M x N x K; docs/performance.md
+ * bench/torch_anchor.py --sweep (every candidate timed at 17 cells of M x N x K; docs/performance.md
  * gives the cells, the fit and how far the choice lands from the fastest measured candidate).
  * A 128-K block runs at the slower of the tensor cores and the SM's operand loads, plus a fixed
  * cost (the wgmma wait and the FP32 promotion); both rates rise when fewer SMs are busy (the
  * clock has headroom then). The grid's last round is whole: a persistent CTA with one more tile
- * than the others sets the time. When M < BM, TMA zero-fills the rows of A's box past M, and
- * that costs load time in proportion to the rows filled (a larger M moves its last m-tile
- * instead, so that no box runs past M: tile_row0 in device/fp8_wgmma.cuh). */
+ * than the others sets the time. An m-tile that runs past M loads an A box that TMA partly
+ * fills with zeros, and such a box costs more than a whole one: where the loads were not hidden
+ * behind the MMAs that tile is slower (the sweep: 128x96 at M = 192 took 1.31x its time at
+ * M = 256, 128x128 and wider tiles did not move), and the CTA holding it sets the time. */
 typedef struct wgmma_model {
     double mma_flops_per_sm; /* wgmma FLOP/s per SM, all SMs busy */
     double sm_load;          /* operand bytes per second into one SM, all SMs busy */
     double idle_boost;       /* rates x (1 + idle_boost * share of idle SMs) */
     double block_us;         /* per 128-K block: wgmma.wait_group and the promotion adds */
-    double zero_fill;        /* M < BM: A's loads x (1 + this x share of the box past M) */
+    double partial_a_load;   /* A's loads x this in an m-tile past M (box partly zero-filled) */
     double cluster_block;    /* clusters of two: block time x this */
     double tile_overhead_us; /* per tile: pipeline fill and epilogue */
     double dram_bytes_per_s; /* HBM, a floor for tiny M */
@@ -85,15 +86,15 @@ typedef struct wgmma_model {
 } wgmma_model_t;
 
 static const wgmma_model_t k_model = {
-    .mma_flops_per_sm = 11.94e12,
-    .sm_load = 146.3e9,
-    .idle_boost = 0.645,
-    .block_us = 0.0725,
-    .zero_fill = 2.50,
-    .cluster_block = 1.016,
-    .tile_overhead_us = 2.63,
+    .mma_flops_per_sm = 12.18e12,
+    .sm_load = 149.2e9,
+    .idle_boost = 0.60,
+    .block_us = 0.0699,
+    .partial_a_load = 2.79,
+    .cluster_block = 1.047,
+    .tile_overhead_us = 3.45,
     .dram_bytes_per_s = 4.0e12,
-    .launch_us = 3.19,
+    .launch_us = 3.22,
 };
 
 /* One tile: K blocks at the slower of the tensor cores and the loads (A's bytes x a_scale),
@@ -120,14 +121,18 @@ static double modelled_us(const jit__plan_t *p, int bm, int bn, int cluster, int
     int64_t per_cta = (tiles + grid - 1) / grid;
     double boost = 1.0 + c->idle_boost * (1.0 - (double)grid / (double)p->sm_count);
     double k_blocks = (double)((s->k + BK - 1) / BK);
-    double a_scale = m < bm ? 1.0 + c->zero_fill * (double)(bm - m) / (double)bm : 1.0;
-    double t_tile = tile_us(c, bm, bn, cluster, boost, k_blocks, a_scale);
+    double t_tile = tile_us(c, bm, bn, cluster, boost, k_blocks, 1.0);
     double out_bytes = 2.0 * (double)m * (double)jit__spec_out_cols(s);
     if (s->epilogue == JIT_EPILOGUE_LINEAR_ADD)
         out_bytes *= 2;
     double k = (double)s->k;
     double dram = ((double)m * k + (double)s->n * k + out_bytes) / c->dram_bytes_per_s * 1e6;
     double compute = (double)per_cta * t_tile;
+    if (m % bm != 0) {
+        /* The CTA with a partial m-tile (every CTA when M < BM). */
+        double t_partial = tile_us(c, bm, bn, cluster, boost, k_blocks, c->partial_a_load);
+        compute = m < bm ? (double)per_cta * t_partial : compute - t_tile + t_partial;
+    }
     return (compute > dram ? compute : dram) + c->launch_us;
 }
 
@@ -162,10 +167,6 @@ static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
         wp->promote = 1;
         wp->cluster = strcmp(w->route, k_routes[1]) == 0 ? 2 : 1;
         wp->store_warps = jit__wgmma_store_warps(&p->spec);
-        /* The store warps' loops do not fit 40 registers (ptxas spilled); 48 x 128 + 232 x 256
-         * is still the whole register file. */
-        if (wp->store_warps)
-            wp->producer_regs = 48;
         p->smem_bytes =
             jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages,
                                   (int)(wp->bn / (p->spec.epilogue == JIT_EPILOGUE_LINEAR_SWIGLU

@@ -25,8 +25,6 @@
  *
  * Ragged M, N and K come from TMA: boxes past the tensor edge are zero-filled (and still count in
  * the transaction bytes). The epilogue never reads sa/sb past M/N and never writes past M/Nout.
- * Where M >= BM, the last m-tile of a ragged M is moved up to end at row M (tile_row0), so that
- * no A box runs past M: a zero-filled part of a box costs load time (measured).
  *
  * Accumulation (PROMOTE):
  *   0  "fast": the whole K accumulates in the wgmma accumulators (FP8 wgmma keeps ~14 mantissa bits
@@ -149,17 +147,6 @@ struct Fp8WgmmaKernel {
         nt = in_group / rows;
     }
 
-    /* The first row of m-tile mt's A box and MMA rows: the tile's own first row, except for the
-     * last m-tile of a ragged M >= BM, which is moved up to end at row M so that its box lies
-     * wholly inside A. A box partly past the edge is zero-filled by TMA, and that measured up to
-     * 1.3x the tile's time where loads were not hidden behind the MMAs (128x96 at M = 192 on the
-     * H200). The rows it then shares with m-tile mt - 1 belong to that tile: every epilogue
-     * stores only rows from mt * BM on. */
-    static __device__ __forceinline__ i64 tile_row0(int mt, i64 m) {
-        const i64 r = (i64)mt * BM;
-        return (m >= BM && r + BM > m) ? m - BM : r;
-    }
-
     /* The work of this CTA: units first, first + stride, ... below `units`; the CTA's m-tile in a
      * unit's m-group is its rank in the cluster. A CTA whose m-tile lies past M (odd m-tile
      * counts) still loads its share of B for its peer; its epilogue stores nothing. */
@@ -197,8 +184,7 @@ struct Fp8WgmmaKernel {
                 mbar_wait(empty_bar + stage * 8, phase ^ 1);
                 const u32 bar = full_bar + stage * 8;
                 mbar_arrive_expect_tx(bar, STAGE_BYTES);
-                tma_load_2d(smem + stage * A_BYTES, &p.tmap_a, bar, kb * BK,
-                            (int)tile_row0(mt, p.m));
+                tma_load_2d(smem + stage * A_BYTES, &p.tmap_a, bar, kb * BK, mt * BM);
                 const u32 b_dst = smem + STAGES * A_BYTES + stage * B_BYTES + w.rank * B_SLICE_BYTES;
                 const int b_row = nt * BN + w.rank * B_SLICE_ROWS;
                 if (CLUSTER == 1)
@@ -347,9 +333,8 @@ struct Fp8WgmmaKernel {
                                                     int mt, int nt, int cwg, int tid) {
         const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
         const i64 m = p.m;
-        const i64 row0 = tile_row0(mt, m) + cwg * WG_ROWS; /* first row of this warpgroup */
-        const i64 own0 = (i64)mt * BM;                      /* rows below are the last tile's */
-        const int n0 = nt * BN;                             /* first acc column of the tile */
+        const i64 row0 = (i64)mt * BM + cwg * WG_ROWS; /* first row of this warpgroup */
+        const int n0 = nt * BN;                         /* first acc column of the tile */
 
         /* alpha * sa for this thread's rows; rows past M get 0 and are never stored. */
         float rs[WAVES][2];
@@ -432,7 +417,7 @@ struct Fp8WgmmaKernel {
                     const int r = w * 64 + warp * 16 + u / UNITS, cu = u % UNITS;
                     const i64 grow = row0 + r;
                     const int gcol = nt * TILE_NOUT + c * EPI_CH + cu * 8;
-                    if (grow >= own0 && grow < m && gcol < NOUT) {
+                    if (grow < m && gcol < NOUT) {
                         const uint4 v = *(const uint4 *)(staging + r * EPI_PITCH + cu * 16);
                         u16 *dst = p.d + grow * p.ldd + gcol;
                         if (d_vec && gcol + 8 <= NOUT) {
@@ -479,9 +464,7 @@ struct Fp8WgmmaKernel {
         for (int unit = w.first; unit < w.units; unit += w.stride) {
             int mg, nt;
             unit_coords(unit, w.m_groups, mg, nt);
-            const int mt = mg * CLUSTER + w.rank;   /* past the last m-tile for a spare CTA */
-            const i64 row0 = tile_row0(mt, m);      /* the MMA rows' first */
-            const i64 own0 = (i64)mt * BM;          /* the first row this tile stores */
+            const i64 row0 = (i64)(mg * CLUSTER + w.rank) * BM; /* past M for a spare CTA */
             const int n0 = nt * BN;
             /* 1. this tile's scales; rows and columns past the edges get 0 (never stored) */
             for (int i = sid; i < BM + BN; i += STORE_THREADS) {
@@ -499,10 +482,9 @@ struct Fp8WgmmaKernel {
             /* 2. the staged tile -> D, 16 bytes per thread and step, rows in order */
             mbar_wait(h.staged, parity);
             enum : int { UNITS = TILE_NOUT / 8 };
-            const int first = (int)max_of((i64)0, own0 - row0);
-            const int rows = (int)min_of((i64)BM, m - row0) - first; /* <= 0: none */
+            const int rows = (int)min_of((i64)BM, m - row0);
             for (int u = sid; u < rows * UNITS; u += STORE_THREADS) {
-                const int r = first + u / UNITS, cu = u % UNITS;
+                const int r = u / UNITS, cu = u % UNITS;
                 const int gcol = nt * TILE_NOUT + cu * 8;
                 if (gcol >= NOUT)
                     continue;
