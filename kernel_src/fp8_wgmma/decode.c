@@ -58,12 +58,12 @@ unsigned jit__wgmma_decode_grid(const jit__plan_t *p, int64_t m) {
  * rate, and a launch with its ramp costs the fifth figure. The HBM and per-SM limits meet
  * smoothly (a power mean with the last exponent): with few SMs streaming, HBM is not reached
  * before the per-SM limit binds (the sweep: 40 SMs took 1.06x the time of 120 at M = 1). */
-#define DECODE_HBM_BYTES_PER_S 4.129e12
-#define DECODE_SM_BYTES_PER_S 128.4e9
-#define DECODE_ROUND_US 1.245
-#define DECODE_REDUCE_BYTES_PER_S 1.83e12
-#define DECODE_FIXED_US 5.406
-#define DECODE_LIMIT_EXPONENT 4.862
+#define DECODE_HBM_BYTES_PER_S 4.088e12
+#define DECODE_SM_BYTES_PER_S 132.1e9
+#define DECODE_ROUND_US 1.582
+#define DECODE_REDUCE_BYTES_PER_S 1.999e12
+#define DECODE_FIXED_US 5.062
+#define DECODE_LIMIT_EXPONENT 3.902
 
 static double decode_us(const jit__plan_t *p, int bw, int tok, int split, int64_t m) {
     double k = (double)p->spec.k;

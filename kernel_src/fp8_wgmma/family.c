@@ -64,21 +64,22 @@ static int max_stages(const jit__gemm_spec_t *spec, int bm, int bn) {
 /* ---- the cost model ----------------------------------------------------------------------- */
 
 /* Rates of an H200 (sm_90a, 132 SMs) running this kernel, fitted to the sweep of
- * bench/torch_anchor.py --sweep (every candidate timed at 17 cells of M x N x K; docs/performance.md
+ * bench/torch_anchor.py --sweep (every candidate timed at 22 cells of M x N x K; docs/performance.md
  * gives the cells, the fit and how far the choice lands from the fastest measured candidate).
  * A 128-K block runs at the slower of the tensor cores and the SM's operand loads, plus a fixed
  * cost (the wgmma wait and the FP32 promotion); both rates rise when fewer SMs are busy (the
  * clock has headroom then). The grid's last round is whole: a persistent CTA with one more tile
- * than the others sets the time. An m-tile that runs past M loads an A box that TMA partly
- * fills with zeros, and such a box costs more than a whole one: where the loads were not hidden
- * behind the MMAs that tile is slower (the sweep: 128x96 at M = 192 took 1.31x its time at
- * M = 256, 128x128 and wider tiles did not move), and the CTA holding it sets the time. */
+ * than the others sets the time. An m-tile that runs past M loads an A box whose rows past M
+ * TMA fills with zeros, and that costs load time in proportion to the rows filled: where the
+ * loads were not hidden behind the MMAs that tile is slower (the sweeps: 128x96 took 1.31x its
+ * M = 256 time at M = 192, clusters of two 128x96 1.32x at M = 160; 128x128 and wider tiles
+ * moved little), and the CTA holding it sets the time. */
 typedef struct wgmma_model {
     double mma_flops_per_sm; /* wgmma FLOP/s per SM, all SMs busy */
     double sm_load;          /* operand bytes per second into one SM, all SMs busy */
     double idle_boost;       /* rates x (1 + idle_boost * share of idle SMs) */
     double block_us;         /* per 128-K block: wgmma.wait_group and the promotion adds */
-    double partial_a_load;   /* A's loads x this in an m-tile past M (box partly zero-filled) */
+    double zero_fill;        /* A's loads x (1 + this x share of the box past M) in that tile */
     double cluster_block;    /* clusters of two: block time x this */
     double tile_overhead_us; /* per tile: pipeline fill and epilogue */
     double dram_bytes_per_s; /* HBM, a floor for tiny M */
@@ -86,13 +87,13 @@ typedef struct wgmma_model {
 } wgmma_model_t;
 
 static const wgmma_model_t k_model = {
-    .mma_flops_per_sm = 12.18e12,
-    .sm_load = 149.2e9,
-    .idle_boost = 0.60,
-    .block_us = 0.0699,
-    .partial_a_load = 2.79,
-    .cluster_block = 1.047,
-    .tile_overhead_us = 3.45,
+    .mma_flops_per_sm = 11.94e12,
+    .sm_load = 147.8e9,
+    .idle_boost = 0.644,
+    .block_us = 0.0703,
+    .zero_fill = 2.50,
+    .cluster_block = 1.016,
+    .tile_overhead_us = 2.70,
     .dram_bytes_per_s = 4.0e12,
     .launch_us = 3.22,
 };
@@ -129,8 +130,10 @@ static double modelled_us(const jit__plan_t *p, int bm, int bn, int cluster, int
     double dram = ((double)m * k + (double)s->n * k + out_bytes) / c->dram_bytes_per_s * 1e6;
     double compute = (double)per_cta * t_tile;
     if (m % bm != 0) {
-        /* The CTA with a partial m-tile (every CTA when M < BM). */
-        double t_partial = tile_us(c, bm, bn, cluster, boost, k_blocks, c->partial_a_load);
+        /* The CTA with the partial m-tile (every CTA when M < BM). */
+        double filled = (double)(m_tiles * bm - m) / (double)bm;
+        double t_partial =
+            tile_us(c, bm, bn, cluster, boost, k_blocks, 1.0 + c->zero_fill * filled);
         compute = m < bm ? (double)per_cta * t_partial : compute - t_tile + t_partial;
     }
     return (compute > dram ? compute : dram) + c->launch_us;

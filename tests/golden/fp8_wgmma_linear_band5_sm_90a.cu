@@ -13,7 +13,7 @@
  *   384 threads: 1 producer warpgroup (40 registers), 2 consumer warpgroups (232)
  *   epilogue stores: the producer warpgroup's 3 store warps, from the whole tile staged in shared memory
  *   dynamic shared memory 217432 bytes; persistent grid, raster groups of 8 m-groups; clusters of 1 CTA
- *   model: least mean slowdown over M in {1025, 2048, 4096, 8192}: wgmma_tma 128x192, mean 1.050x, within 1.162x of the modelled best
+ *   model: least mean slowdown over M in {1025, 2048, 4096, 8192}: wgmma_tma 128x192, mean 1.051x, within 1.164x of the modelled best
  */
 
 #include "fp8_wgmma/device/fp8_wgmma.cuh"
