@@ -322,6 +322,21 @@ struct Fp8WgmmaKernel {
         }
     }
 
+    /* Eight staged BF16 outputs to D at column gcol: one 16-byte store when D's rows allow it
+     * and all eight lie below NOUT, else element by element up to NOUT. */
+    static __device__ __forceinline__ void store_bf16x8(u16 *dst, const uint4 &v, int gcol,
+                                                        bool d_vec) {
+        if (d_vec && gcol + 8 <= NOUT) {
+            st_global_v4(dst, v.x, v.y, v.z, v.w);
+        } else {
+            const u32 words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                if (gcol + e < NOUT)
+                    dst[e] = (u16)(words[e >> 1] >> (16 * (e & 1)));
+        }
+    }
+
     /* ---- epilogue: scale, apply, round once to BF16, stage, coalesced stores ----
      * Accumulator layout (m64nBN f32): warp q of the warpgroup, lane = 4g + t holds rows
      * 16q + g (regs 4j, 4j+1) and 16q + g + 8 (regs 4j+2, 4j+3) at columns 8j + 2t, 8j + 2t + 1.
@@ -419,16 +434,7 @@ struct Fp8WgmmaKernel {
                     const int gcol = nt * TILE_NOUT + c * EPI_CH + cu * 8;
                     if (grow < m && gcol < NOUT) {
                         const uint4 v = *(const uint4 *)(staging + r * EPI_PITCH + cu * 16);
-                        u16 *dst = p.d + grow * p.ldd + gcol;
-                        if (d_vec && gcol + 8 <= NOUT) {
-                            st_global_v4(dst, v.x, v.y, v.z, v.w);
-                        } else {
-                            const u32 words[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-                            for (int e = 0; e < 8; e++)
-                                if (gcol + e < NOUT)
-                                    dst[e] = (u16)(words[e >> 1] >> (16 * (e & 1)));
-                        }
+                        store_bf16x8(p.d + grow * p.ldd + gcol, v, gcol, d_vec);
                     }
                 }
             /* The next chunk (or tile) overwrites this warp's rows of the staging buffer. */
@@ -489,16 +495,7 @@ struct Fp8WgmmaKernel {
                 if (gcol >= NOUT)
                     continue;
                 const uint4 v = *(const uint4 *)(staging + r * OUT_PITCH + cu * 16);
-                u16 *dst = p.d + (row0 + r) * p.ldd + gcol;
-                if (d_vec && gcol + 8 <= NOUT) {
-                    st_global_v4(dst, v.x, v.y, v.z, v.w);
-                } else {
-                    const u32 words[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-                    for (int e = 0; e < 8; e++)
-                        if (gcol + e < NOUT)
-                            dst[e] = (u16)(words[e >> 1] >> (16 * (e & 1)));
-                }
+                store_bf16x8(p.d + (row0 + r) * p.ldd + gcol, v, gcol, d_vec);
             }
             mbar_arrive(h.drained);
             parity ^= 1;
