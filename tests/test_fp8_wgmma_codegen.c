@@ -566,3 +566,65 @@ Test(fp8_wgmma, decode_launch_matches_the_plan) {
     cr_expect_eq(g_waits, 2);
     p.family->release(&drv, state);
 }
+
+/* The store-warp epilogue: linear and swiglu by default, never linear_add (its residual is added
+ * before the one rounding), off with JITGEMM_WGMMA_EPILOGUE=consumers; it is in the key, the
+ * plan's JSON and the template, and its whole-tile staging in the shared memory size. */
+Test(fp8_wgmma, store_warps_for_linear_and_swiglu_only) {
+    for (size_t e = 0; e < sizeof(k_epilogues) / sizeof(k_epilogues[0]); e++) {
+        for (int consumers = 0; consumers < 2; consumers++) {
+            if (consumers)
+                setenv("JITGEMM_WGMMA_EPILOGUE", "consumers", 1);
+            jit__plan_t p;
+            make_plan(5, 5120, 5120, k_epilogues[e], &p);
+            unsetenv("JITGEMM_WGMMA_EPILOGUE");
+            const jit__wgmma_plan_t *wp = jit__wgmma_cof(&p);
+            int want = !consumers && k_epilogues[e] != JIT_EPILOGUE_LINEAR_ADD;
+            const char *what = jit_epilogue_name(k_epilogues[e]);
+            cr_expect_eq(wp->store_warps, want, "%s, consumers=%d", what, consumers);
+            cr_expect_eq(wp->producer_regs, 40);
+            int out_cols = k_epilogues[e] == JIT_EPILOGUE_LINEAR_SWIGLU ? wp->bn / 2 : wp->bn;
+            uint32_t ring = (uint32_t)(wp->stages * (wp->bm + wp->bn) * 128);
+            uint32_t staging =
+                want ? (uint32_t)(wp->bm * (2 * out_cols + 16) + 4 * (wp->bm + wp->bn))
+                     : (uint32_t)(wp->bm * 80);
+            cr_expect_eq(p.smem_bytes,
+                         ring + staging + 8u * (2u * (uint32_t)wp->stages + (want ? 3u : 0u)) +
+                             1024u,
+                         "%s", what);
+            jit__key_t key;
+            jit__key_make(&p, "sm_90a", 0, &key, NULL);
+            char field[32];
+            snprintf(field, sizeof(field), " store_warps=%d ", want);
+            cr_expect(strstr(key.text, field), "%s: %s", what, key.text);
+            char *src = NULL;
+            jit__diag_t d;
+            jit__diag_init(&d);
+            cr_assert_eq(jit__generate(&p, &key, &src, &d), JIT_OK, "%s", d.msg);
+            char tail[32];
+            snprintf(tail, sizeof(tail), ", %d> Kernel;", want);
+            cr_expect(strstr(src, tail), "%s: the template's last argument is not %d", what, want);
+            free(src);
+            char *text = jit__plan_to_json(&p);
+            json_t *o = json_loads(text, 0, NULL);
+            cr_assert_not_null(o);
+            json_t *sw = json_object_get(json_object_get(o, "wgmma"), "store_warps");
+            cr_expect(json_is_boolean(sw) && json_is_true(sw) == want, "%s", what);
+            json_decref(o);
+            free(text);
+        }
+    }
+}
+
+/* The token band edge at 128 exists for this planner: up to 128 tokens one m-tile covers every
+ * row and the narrowest tile gives the most CTAs; from 129 two m-tiles make 128x64 take two
+ * rounds (the H200 sweeps: docs/performance.md). If a refit changes these choices, the band edge
+ * needs another look. */
+Test(fp8_wgmma, the_bands_either_side_of_128_tokens_plan_different_tiles) {
+    jit__plan_t lo, hi;
+    make_plan(jit__token_band(128), 5120, 17408, JIT_EPILOGUE_LINEAR, &lo);
+    make_plan(jit__token_band(129), 5120, 17408, JIT_EPILOGUE_LINEAR, &hi);
+    cr_expect_eq(jit__wgmma_cof(&lo)->bn, 64);
+    cr_expect_eq(jit__wgmma_cof(&lo)->cluster, 1);
+    cr_expect_neq(jit__wgmma_cof(&hi)->bn, 64);
+}
