@@ -102,7 +102,7 @@ struct Fp8WgmmaKernel {
         SCALES_OFFSET = STAGING_OFFSET + STAGING_BYTES, /* alpha * sa of BM rows, sb of BN */
         SCALES_BYTES = STORE_WARPS ? (BM + BN) * 4 : 0,
         BAR_OFFSET = SCALES_OFFSET + SCALES_BYTES,
-        BAR_COUNT = 2 * STAGES + (STORE_WARPS ? 3 : 0), /* full, empty; staged, drained, scales */
+        BAR_COUNT = 2 * STAGES + (STORE_WARPS ? 3 : 0), /* full, empty; scales, staged, drained */
         SMEM_BYTES = BAR_OFFSET + BAR_COUNT * 8 + 1024, /* + slack to align the base to 1024 */
         STORE_THREADS = 96,          /* warps 1..3 of the producer warpgroup */
         CONSUMER_THREADS = 256,
