@@ -67,25 +67,15 @@ static int child_main(const char *dir, size_t want) {
 /* Runs argv, reads all its output, and times it from fork to exit. The output must have
  * `want_lines` lines (0: any). 0 on success. */
 static int run_timed(char *const argv[], size_t want_lines, double *seconds) {
-    int fds[2];
-    if (pipe(fds) != 0)
-        return -1;
     double t0 = bench_now();
-    pid_t pid = fork();
-    if (pid < 0)
+    pid_t pid;
+    int fd = bench_spawn(argv, &pid);
+    if (fd < 0)
         return -1;
-    if (pid == 0) {
-        dup2(fds[1], STDOUT_FILENO);
-        close(fds[0]);
-        close(fds[1]);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(fds[1]);
     char buf[65536];
     size_t lines = 0;
     ssize_t r;
-    while ((r = read(fds[0], buf, sizeof(buf))) != 0) {
+    while ((r = read(fd, buf, sizeof(buf))) != 0) {
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -93,12 +83,11 @@ static int run_timed(char *const argv[], size_t want_lines, double *seconds) {
         for (ssize_t i = 0; i < r; i++)
             lines += buf[i] == '\n';
     }
-    close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    close(fd);
+    int status;
+    int ok = bench_wait(pid, &status);
     *seconds = bench_now() - t0;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (!ok) {
         fprintf(stderr, "bench_cache_list: %s %s failed (status %d)\n", argv[0],
                 argv[1] ? argv[1] : "", status);
         return -1;

@@ -115,21 +115,19 @@ static inline void bench_emit(json_t *record) {
     json_decref(record);
 }
 
-/* Run argv (a child process of the benchmark, typically itself with --child) and read the first
- * line it prints into `line`. 0 when it exited with status 0, else -1 with a message naming
- * `who`; `line` holds what was read either way ("" if nothing). */
-static inline int bench_run_child(char *const argv[], char *line, size_t linesz, const char *who) {
-    line[0] = '\0';
+/* Start argv with its standard output on a pipe; returns the pipe's read end (the caller reads
+ * it, closes it and calls bench_wait) and the child in *pid, or -1 with nothing left open. */
+static inline int bench_spawn(char *const argv[], pid_t *pid) {
     int fds[2];
     if (pipe(fds) != 0)
         return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
+    *pid = fork();
+    if (*pid < 0) {
         close(fds[0]);
         close(fds[1]);
         return -1;
     }
-    if (pid == 0) {
+    if (*pid == 0) {
         dup2(fds[1], STDOUT_FILENO);
         close(fds[0]);
         close(fds[1]);
@@ -137,17 +135,36 @@ static inline int bench_run_child(char *const argv[], char *line, size_t linesz,
         _exit(127);
     }
     close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
+    return fds[0];
+}
+
+/* Reap a child of bench_spawn: 1 when it exited with status 0, else 0; its raw status in
+ * *status. */
+static inline int bench_wait(pid_t pid, int *status) {
+    *status = 0;
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
+}
+
+/* Run argv (a child process of the benchmark, typically itself with --child) and read the first
+ * line it prints into `line`. 0 when it exited with status 0, else -1 with a message naming
+ * `who`; `line` holds what was read either way ("" if nothing). */
+static inline int bench_run_child(char *const argv[], char *line, size_t linesz, const char *who) {
+    line[0] = '\0';
+    pid_t pid;
+    int fd = bench_spawn(argv, &pid);
+    if (fd < 0)
+        return -1;
+    FILE *f = fdopen(fd, "r");
     if (!f || !fgets(line, (int)linesz, f))
         line[0] = '\0';
     if (f)
         fclose(f);
     else
-        close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        close(fd);
+    int status;
+    if (!bench_wait(pid, &status)) {
         fprintf(stderr, "%s: child failed: %s", who, line[0] ? line : "(no output)\n");
         return -1;
     }
