@@ -33,6 +33,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+from nvdisasm_path import find_nvdisasm  # noqa: E402 (a sibling module)
 SKIP = 77
 DSL_PIN = "nvidia-cutlass-dsl[cu13]==4.8.1"
 
@@ -83,16 +85,6 @@ def ensure_venv(venv):
     if subprocess.run(probe, capture_output=True).returncode != 0:
         die("%s was installed into %s but `import cutlass.cute` fails" % (DSL_PIN, venv), SKIP)
     return py
-
-
-def find_nvdisasm(given):
-    if given:
-        return given if os.access(given, os.X_OK) else None
-    env = os.environ.get("JITGEMM_NVDISASM")
-    if env:
-        return env if os.access(env, os.X_OK) else None
-    found = sorted(glob.glob(os.path.join(ROOT, ".deps", "cuda-*", "bin", "nvdisasm")))
-    return found[-1] if found else shutil.which("nvdisasm")
 
 
 # ---- our side ---------------------------------------------------------------------------

@@ -22,16 +22,16 @@ reports it as skipped). nvdisasm comes from the project-local folder scripts/set
     scripts/sass-check.py [--jitgemm build/jitgemm] [--nvdisasm PATH] [--quick] [--keep DIR]
 """
 import argparse
-import glob
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+from nvdisasm_path import find_nvdisasm  # noqa: E402 (a sibling module)
 SKIP = 77
 
 # (a, b, scales) of every block-scaled kind the tcgen05 family plans.
@@ -46,18 +46,6 @@ FORMATS = [
 ARCHES = ["sm_100a", "sm_103a", "sm_107a"]
 TOKENS_FULL = [16, 600, 4096]  # decode, a middle band, the large band (B-reuse on sm_107a)
 TOKENS_QUICK = [16, 4096]
-
-
-def find_nvdisasm(given):
-    if given:
-        return given if os.access(given, os.X_OK) else None
-    env = os.environ.get("JITGEMM_NVDISASM")
-    if env:
-        return env if os.access(env, os.X_OK) else None
-    found = sorted(glob.glob(os.path.join(ROOT, ".deps", "cuda-*", "bin", "nvdisasm")))
-    if found:
-        return found[-1]
-    return shutil.which("nvdisasm")
 
 
 def run(cmd):
