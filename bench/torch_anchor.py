@@ -34,6 +34,7 @@ millisecond while graphs replay, and each timing carries the median SM clock and
 seen during its replays. Shapes are op:n:k:tokens. Exit status 1 if any check failed.
 """
 import argparse
+import bisect
 import ctypes
 import json
 import os
@@ -259,7 +260,14 @@ class ClockSampler:
         """Median SM clock and power over the samples inside any of the (t0, t1) windows."""
         if not self.ok:
             return {}
-        got = [(c, w) for (t, c, w) in list(self.samples) if any(a <= t <= b for a, b in windows)]
+        # The samples are in time order: each window is a slice, found by bisection (the list
+        # grows by about a thousand a second over the whole run).
+        samples = list(self.samples)
+        got = []
+        for a, b in windows:
+            lo = bisect.bisect_left(samples, a, key=lambda x: x[0])
+            hi = bisect.bisect_right(samples, b, key=lambda x: x[0])
+            got += [(c, w) for (_, c, w) in samples[lo:hi]]
         if not got:
             return {}
         return {"sm_clock_mhz": statistics.median(c for c, _ in got),
@@ -304,17 +312,6 @@ def replay_us(torch, g, graph_iters, windows):
     return e0.elapsed_time(e1) * 1e3 / graph_iters
 
 
-def graph_time_us(torch, calls, graph_iters, reps, clock=None):
-    """Median per-call time of a CUDA graph that replays `calls` round-robin graph_iters times;
-    the clock seen during the replays goes into the dict `clock` when one is given."""
-    g = capture(torch, calls, graph_iters)
-    windows = []
-    times = [replay_us(torch, g, graph_iters, windows) for _ in range(reps)]
-    if clock is not None and SAMPLER:
-        clock.update(SAMPLER.during(windows))
-    return statistics.median(times)
-
-
 def copy_bandwidth(torch, graph_iters, reps):
     n = 1 << 30  # 1 GiB each way
     # FP32 elements: torch's copy kernel moves them in 16-byte vectors; a uint8 copy measured
@@ -328,7 +325,9 @@ def copy_bandwidth(torch, graph_iters, reps):
         for _ in range(20):
             dst.copy_(src)
         torch.cuda.synchronize()
-    us = graph_time_us(torch, [lambda: dst.copy_(src)], graph_iters, reps)
+    times, _ = interleaved_times(torch, [capture(torch, [lambda: dst.copy_(src)], graph_iters)],
+                                 graph_iters, reps)
+    us = statistics.median(times[0])
     return 2.0 * n / (us * 1e-6)
 
 
@@ -393,7 +392,8 @@ def sweep_cell(torch, jg, op, n, k, m, args, gen, stream_of):
                 jg.lib.jit_context_destroy(ctx)
             else:
                 live.append((r, ctx, g))
-        times, clocks = interleaved_times(torch, [entry[2] for entry in live], args)
+        times, clocks = interleaved_times(torch, [entry[2] for entry in live], args.graph_iters,
+                                          args.reps)
         for (r, _, _), t, clock in zip(live, times, clocks):
             r["jitgemm_us"] = statistics.median(t)
             r["jitgemm_spread"] = (max(t) - min(t)) / r["jitgemm_us"]
@@ -408,15 +408,15 @@ def sweep_cell(torch, jg, op, n, k, m, args, gen, stream_of):
     return cells
 
 
-def interleaved_times(torch, graphs, args):
-    """Per-call times of each graph over args.reps rounds of one replay each (the order rotating
+def interleaved_times(torch, graphs, graph_iters, reps):
+    """Per-call times of each graph over `reps` rounds of one replay each (the order rotating
     from round to round), and the clock seen during each graph's replays."""
     times = [[] for _ in graphs]
     windows = [[] for _ in graphs]
-    for rnd in range(args.reps):
+    for rnd in range(reps):
         for j in range(len(graphs)):
             i = (j + rnd) % len(graphs)
-            times[i].append(replay_us(torch, graphs[i], args.graph_iters, windows[i]))
+            times[i].append(replay_us(torch, graphs[i], graph_iters, windows[i]))
     clocks = [SAMPLER.during(w) if SAMPLER else {} for w in windows]
     return times, clocks
 
@@ -500,7 +500,7 @@ def main():
                 tcalls, r["torch_m"] = torch_calls(torch, op, n, k, m, gen)
                 graphs = [capture(torch, calls, args.graph_iters),
                           capture(torch, tcalls, args.graph_iters)]
-                times, clocks = interleaved_times(torch, graphs, args)
+                times, clocks = interleaved_times(torch, graphs, args.graph_iters, args.reps)
                 r["jitgemm_us"], r["torch_us"] = (statistics.median(t) for t in times)
                 r.update({"jitgemm_" + key: v for key, v in clocks[0].items()})
                 r.update({"torch_" + key: v for key, v in clocks[1].items()})
