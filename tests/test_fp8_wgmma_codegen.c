@@ -91,7 +91,7 @@ Test(fp8_wgmma, the_model_picks_its_least_mean_slowdown) {
                                                                      wp->ksub, wp->split));
         else
             cr_expect_eq(p.smem_bytes,
-                         jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages, wp->bn,
+                         jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages, JIT_EPILOGUE_LINEAR,
                                                wp->store_warps));
         cr_expect_leq(p.smem_bytes, 232448u);
         cr_expect(strstr(p.reason, "least mean slowdown over M in {"), "%s", p.reason);

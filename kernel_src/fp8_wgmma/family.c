@@ -30,13 +30,15 @@ static jit_status_t supports(const jit__gemm_spec_t *s, const jit__arch_profile_
     return JIT_OK;
 }
 
-uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages, int out_cols, int store_warps) {
+uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages, jit_epilogue_t epilogue,
+                               int store_warps) {
     /* The ring, then the epilogue staging, the barriers, and 1 KiB of slack so the kernel can
      * round its base up to the 1024-byte swizzle atom. Staging: with store warps the whole BF16
      * tile (BM rows of out_cols, plus a 16-byte pad) and the tile's BM + BN scales, and three
      * more barriers; else two warpgroups x BM/2 rows x 80 bytes (32 BF16 columns plus a pad). */
     uint32_t ring = (uint32_t)stages * (uint32_t)(bm + bn) * BK;
     if (store_warps) {
+        int out_cols = epilogue == JIT_EPILOGUE_LINEAR_SWIGLU ? bn / 2 : bn;
         uint32_t staging = (uint32_t)bm * (uint32_t)(2 * out_cols + 16);
         uint32_t scales = 4u * (uint32_t)(bm + bn);
         return ring + staging + scales + 8u * (2u * (uint32_t)stages + 3u) + 1024u;
@@ -53,10 +55,9 @@ int jit__wgmma_store_warps(const jit__gemm_spec_t *spec) {
 }
 
 static int max_stages(const jit__gemm_spec_t *spec, int bm, int bn) {
-    int out_cols = spec->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU ? bn / 2 : bn;
     int store = jit__wgmma_store_warps(spec);
     int s = MAX_STAGES;
-    while (s >= 2 && jit__wgmma_smem_bytes(bm, bn, s, out_cols, store) > SMEM_LIMIT)
+    while (s >= 2 && jit__wgmma_smem_bytes(bm, bn, s, spec->epilogue, store) > SMEM_LIMIT)
         s--;
     return s;
 }
@@ -170,12 +171,8 @@ static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
         wp->promote = 1;
         wp->cluster = strcmp(w->route, k_routes[1]) == 0 ? 2 : 1;
         wp->store_warps = jit__wgmma_store_warps(&p->spec);
-        p->smem_bytes =
-            jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages,
-                                  (int)(wp->bn / (p->spec.epilogue == JIT_EPILOGUE_LINEAR_SWIGLU
-                                                      ? 2
-                                                      : 1)),
-                                  wp->store_warps);
+        p->smem_bytes = jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages, p->spec.epilogue,
+                                              wp->store_warps);
     }
     p->tile_m = wp->bm;
     p->tile_n = wp->bn;

@@ -46,8 +46,8 @@ static jit_status_t check_plan(const jit__plan_t *plan, jit__diag_t *d) {
         return jit__fail(d, JIT_PLAN_FAILED,
                          "wgmma family: linear_add has no store-warp epilogue (the residual is "
                          "added before rounding)");
-    int out_cols = s->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU ? wp->bn / 2 : wp->bn;
-    uint32_t want = jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages, out_cols, wp->store_warps);
+    uint32_t want =
+        jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages, s->epilogue, wp->store_warps);
     if (plan->smem_bytes != want)
         return jit__fail(d, JIT_PLAN_FAILED,
                          "wgmma family: plan says %u bytes of shared memory, the kernel uses %u",

@@ -47,9 +47,10 @@ static inline const jit__wgmma_plan_t *jit__wgmma_cof(const jit__plan_t *plan) {
 }
 
 /* Dynamic shared memory of a configuration, as the kernel lays it out (the generated source
- * asserts that the template computes the same). `out_cols`: output columns per tile (BN, or
- * BN / 2 for swiglu); `store_warps`: the store-warp epilogue's whole-tile staging. */
-uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages, int out_cols, int store_warps);
+ * asserts that the template computes the same). The epilogue sets a tile's output columns (BN,
+ * or BN / 2 for swiglu); `store_warps`: the store-warp epilogue's whole-tile staging. */
+uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages, jit_epilogue_t epilogue,
+                               int store_warps);
 
 /* Whether a tile plan of this spec uses the store-warp epilogue: linear and swiglu do, unless
  * JITGEMM_WGMMA_EPILOGUE=consumers asks for the consumers' own stores (a comparison switch). */
