@@ -582,7 +582,7 @@ Test(fp8_wgmma, store_warps_for_linear_and_swiglu_only) {
             int want = !consumers && k_epilogues[e] != JIT_EPILOGUE_LINEAR_ADD;
             const char *what = jit_epilogue_name(k_epilogues[e]);
             cr_expect_eq(wp->store_warps, want, "%s, consumers=%d", what, consumers);
-            cr_expect_eq(wp->producer_regs, 40);
+            cr_expect_eq(wp->producer_regs, want ? 48 : 40);
             int out_cols = k_epilogues[e] == JIT_EPILOGUE_LINEAR_SWIGLU ? wp->bn / 2 : wp->bn;
             uint32_t ring = (uint32_t)(wp->stages * (wp->bm + wp->bn) * 128);
             uint32_t staging =
@@ -602,7 +602,7 @@ Test(fp8_wgmma, store_warps_for_linear_and_swiglu_only) {
             jit__diag_init(&d);
             cr_assert_eq(jit__generate(&p, &key, &src, &d), JIT_OK, "%s", d.msg);
             char tail[32];
-            snprintf(tail, sizeof(tail), ", %d> Kernel;", want);
+            snprintf(tail, sizeof(tail), ", %d, 0> Kernel;", want);
             cr_expect(strstr(src, tail), "%s: the template's last argument is not %d", what, want);
             free(src);
             char *text = jit__plan_to_json(&p);
@@ -613,6 +613,39 @@ Test(fp8_wgmma, store_warps_for_linear_and_swiglu_only) {
             json_decref(o);
             free(text);
         }
+    }
+}
+
+/* The turn-taking consumers: off unless JITGEMM_WGMMA_MMA_TURNS=1, and then in the key, the plan's
+ * JSON and the template's last argument, so the two never share a cache entry. */
+Test(fp8_wgmma, mma_turns_switch_reaches_key_json_and_template) {
+    for (int on = 0; on < 2; on++) {
+        if (on)
+            setenv("JITGEMM_WGMMA_MMA_TURNS", "1", 1);
+        jit__plan_t p;
+        make_plan(5, 5120, 17408, JIT_EPILOGUE_LINEAR, &p);
+        unsetenv("JITGEMM_WGMMA_MMA_TURNS");
+        cr_assert_eq(jit__wgmma_cof(&p)->mma_turns, on);
+        jit__key_t key;
+        jit__key_make(&p, "sm_90a", 0, &key, NULL);
+        char field[32];
+        snprintf(field, sizeof(field), " mma_turns=%d ", on);
+        cr_expect(strstr(key.text, field), "%s", key.text);
+        char *src = NULL;
+        jit__diag_t d;
+        jit__diag_init(&d);
+        cr_assert_eq(jit__generate(&p, &key, &src, &d), JIT_OK, "%s", d.msg);
+        char tail[32];
+        snprintf(tail, sizeof(tail), ", 1, %d> Kernel;", on);
+        cr_expect(strstr(src, tail), "the template does not end in %s", tail);
+        free(src);
+        char *text = jit__plan_to_json(&p);
+        json_t *o = json_loads(text, 0, NULL);
+        cr_assert_not_null(o);
+        json_t *t = json_object_get(json_object_get(o, "wgmma"), "mma_turns");
+        cr_expect(json_is_boolean(t) && json_is_true(t) == on);
+        json_decref(o);
+        free(text);
     }
 }
 

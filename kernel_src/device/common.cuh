@@ -33,4 +33,8 @@ template <typename T> __device__ __forceinline__ constexpr T min_of(T a, T b) {
     return a < b ? a : b;
 }
 
+template <typename T> __device__ __forceinline__ constexpr T max_of(T a, T b) {
+    return a < b ? b : a;
+}
+
 #endif /* JITGEMM_DEVICE_COMMON_CUH */

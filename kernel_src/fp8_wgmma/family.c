@@ -54,6 +54,11 @@ int jit__wgmma_store_warps(const jit__gemm_spec_t *spec) {
     return !(e && strcmp(e, "consumers") == 0);
 }
 
+int jit__wgmma_mma_turns(void) {
+    const char *e = getenv("JITGEMM_WGMMA_MMA_TURNS");
+    return e && strcmp(e, "1") == 0;
+}
+
 static int max_stages(const jit__gemm_spec_t *spec, int bm, int bn) {
     int store = jit__wgmma_store_warps(spec);
     int s = MAX_STAGES;
@@ -70,17 +75,15 @@ static int max_stages(const jit__gemm_spec_t *spec, int bm, int bn) {
  * A 128-K block runs at the slower of the tensor cores and the SM's operand loads, plus a fixed
  * cost (the wgmma wait and the FP32 promotion); both rates rise when fewer SMs are busy (the
  * clock has headroom then). The grid's last round is whole: a persistent CTA with one more tile
- * than the others sets the time. An m-tile that runs past M loads an A box whose rows past M
- * TMA fills with zeros, and that costs load time in proportion to the rows filled: where the
- * loads were not hidden behind the MMAs that tile is slower (the sweeps: 128x96 took 1.31x its
- * M = 256 time at M = 192, clusters of two 128x96 1.32x at M = 160; 128x128 and wider tiles
- * moved little), and the CTA holding it sets the time. */
+ * than the others sets the time. When M < BM, TMA zero-fills the rows of A's box past M, and
+ * that costs load time in proportion to the rows filled (a larger M moves its last m-tile
+ * instead, so that no box runs past M: tile_row0 in device/fp8_wgmma.cuh). */
 typedef struct wgmma_model {
     double mma_flops_per_sm; /* wgmma FLOP/s per SM, all SMs busy */
     double sm_load;          /* operand bytes per second into one SM, all SMs busy */
     double idle_boost;       /* rates x (1 + idle_boost * share of idle SMs) */
     double block_us;         /* per 128-K block: wgmma.wait_group and the promotion adds */
-    double zero_fill;        /* A's loads x (1 + this x share of the box past M) in that tile */
+    double zero_fill;        /* M < BM: A's loads x (1 + this x share of the box past M) */
     double cluster_block;    /* clusters of two: block time x this */
     double tile_overhead_us; /* per tile: pipeline fill and epilogue */
     double dram_bytes_per_s; /* HBM, a floor for tiny M */
@@ -123,20 +126,14 @@ static double modelled_us(const jit__plan_t *p, int bm, int bn, int cluster, int
     int64_t per_cta = (tiles + grid - 1) / grid;
     double boost = 1.0 + c->idle_boost * (1.0 - (double)grid / (double)p->sm_count);
     double k_blocks = (double)((s->k + BK - 1) / BK);
-    double t_tile = tile_us(c, bm, bn, cluster, boost, k_blocks, 1.0);
+    double a_scale = m < bm ? 1.0 + c->zero_fill * (double)(bm - m) / (double)bm : 1.0;
+    double t_tile = tile_us(c, bm, bn, cluster, boost, k_blocks, a_scale);
     double out_bytes = 2.0 * (double)m * (double)jit__spec_out_cols(s);
     if (s->epilogue == JIT_EPILOGUE_LINEAR_ADD)
         out_bytes *= 2;
     double k = (double)s->k;
     double dram = ((double)m * k + (double)s->n * k + out_bytes) / c->dram_bytes_per_s * 1e6;
     double compute = (double)per_cta * t_tile;
-    if (m % bm != 0) {
-        /* The CTA with the partial m-tile (every CTA when M < BM). */
-        double filled = (double)(m_tiles * bm - m) / (double)bm;
-        double t_partial =
-            tile_us(c, bm, bn, cluster, boost, k_blocks, 1.0 + c->zero_fill * filled);
-        compute = m < bm ? (double)per_cta * t_partial : compute - t_tile + t_partial;
-    }
     return (compute > dram ? compute : dram) + c->launch_us;
 }
 
@@ -171,6 +168,11 @@ static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
         wp->promote = 1;
         wp->cluster = strcmp(w->route, k_routes[1]) == 0 ? 2 : 1;
         wp->store_warps = jit__wgmma_store_warps(&p->spec);
+        /* The store warps' loops do not fit 40 registers (ptxas spilled); 48 x 128 + 232 x 256
+         * is still the whole register file. */
+        if (wp->store_warps)
+            wp->producer_regs = 48;
+        wp->mma_turns = jit__wgmma_mma_turns();
         p->smem_bytes = jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages, p->spec.epilogue,
                                               wp->store_warps);
     }
@@ -280,7 +282,7 @@ static void key_fields(const jit__plan_t *p, jit__sb_t *sb) {
     if (wp->route == JIT_WGMMA_DECODE)
         jit__sb_printf(sb, " ksub=%d split=%d", wp->ksub, wp->split);
     else
-        jit__sb_printf(sb, " store_warps=%d", wp->store_warps);
+        jit__sb_printf(sb, " store_warps=%d mma_turns=%d", wp->store_warps, wp->mma_turns);
 }
 
 static int plan_to_json(const jit__plan_t *p, void *json_object) {
@@ -295,6 +297,7 @@ static int plan_to_json(const jit__plan_t *p, void *json_object) {
         json_object_set_new(o, "split", json_integer(wp->split));
     } else if (o) {
         json_object_set_new(o, "store_warps", json_boolean(wp->store_warps));
+        json_object_set_new(o, "mma_turns", json_boolean(wp->mma_turns));
     }
     return json_object_set_new((json_t *)json_object, "wgmma", o);
 }

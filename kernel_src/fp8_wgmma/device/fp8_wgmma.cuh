@@ -25,6 +25,8 @@
  *
  * Ragged M, N and K come from TMA: boxes past the tensor edge are zero-filled (and still count in
  * the transaction bytes). The epilogue never reads sa/sb past M/N and never writes past M/Nout.
+ * Where M >= BM, the last m-tile of a ragged M is moved up to end at row M (tile_row0), so that
+ * no A box runs past M: a zero-filled part of a box costs load time (measured).
  *
  * Accumulation (PROMOTE):
  *   0  "fast": the whole K accumulates in the wgmma accumulators (FP8 wgmma keeps ~14 mantissa bits
@@ -77,9 +79,13 @@ enum Fp8WgmmaEpilogue {
  *           loads half of the shared B tile with TMA multicast into both, so B costs each SM
  *           half the L2 reads (the kernel is bound by L2-to-SM bandwidth at large M:
  *           docs/kernels-fp8-wgmma.md)
+ * MMA_TURNS 1: the two consumer warpgroups issue each K block's wgmmas in turn (promotion only),
+ *           so that one warpgroup's wait and FP32 adds fall while the other's wgmmas run;
+ *           0: each issues as soon as the stage is full
  */
 template <int BM, int BN, int STAGES, int N, int K, int EPILOGUE, int PROMOTE, int GROUP_M = 8,
-          int PRODUCER_REGS = 40, int CONSUMER_REGS = 232, int CLUSTER = 1, int STORE_WARPS = 0>
+          int PRODUCER_REGS = 40, int CONSUMER_REGS = 232, int CLUSTER = 1, int STORE_WARPS = 0,
+          int MMA_TURNS = 0>
 struct Fp8WgmmaKernel {
     enum : int {
         THREADS = 384,
@@ -114,6 +120,9 @@ struct Fp8WgmmaKernel {
         /* A stage is free again once every consumer warp of every CTA it was written into has
          * read it, so its empty barrier counts the consumer warps of the whole cluster. */
         EMPTY_ARRIVALS = CONSUMER_WARPS * CLUSTER,
+        /* MMA_TURNS: named barriers that hand the turn to issue to warpgroup 1 and back to 0 */
+        TURN_TO_WG1 = 1,
+        TURN_TO_WG0 = 2,
     };
 
     static_assert(BM == 128 || BM == 256, "BM is 128 or 256");
@@ -133,6 +142,7 @@ struct Fp8WgmmaKernel {
     static_assert(!STORE_WARPS || EPILOGUE != FP8W_EPI_LINEAR_ADD,
                   "linear_add adds the residual before rounding: the consumers store it");
     static_assert(TILE_NOUT % 32 == 0, "staged rows are whole 64-byte multiples");
+    static_assert(!MMA_TURNS || PROMOTE == 1, "turns order the promoted blocks only");
 
     /* Work unit `unit` of the persistent sequence -> (m-group, n-tile), grouped raster: GROUP_M
      * m-groups walk the n-tiles together, so CTAs running at the same time share A and B rows
@@ -145,6 +155,17 @@ struct Fp8WgmmaKernel {
         const int in_group = unit - group * per_group;
         mg = first_m + in_group % rows;
         nt = in_group / rows;
+    }
+
+    /* The first row of m-tile mt's A box and MMA rows: the tile's own first row, except for the
+     * last m-tile of a ragged M >= BM, which is moved up to end at row M so that its box lies
+     * wholly inside A. A box partly past the edge is zero-filled by TMA, and that measured up to
+     * 1.3x the tile's time where loads were not hidden behind the MMAs (128x96 at M = 192 on the
+     * H200). The rows it then shares with m-tile mt - 1 belong to that tile: every epilogue
+     * stores only rows from mt * BM on. */
+    static __device__ __forceinline__ i64 tile_row0(int mt, i64 m) {
+        const i64 r = (i64)mt * BM;
+        return (m >= BM && r + BM > m) ? m - BM : r;
     }
 
     /* The work of this CTA: units first, first + stride, ... below `units`; the CTA's m-tile in a
@@ -184,7 +205,8 @@ struct Fp8WgmmaKernel {
                 mbar_wait(empty_bar + stage * 8, phase ^ 1);
                 const u32 bar = full_bar + stage * 8;
                 mbar_arrive_expect_tx(bar, STAGE_BYTES);
-                tma_load_2d(smem + stage * A_BYTES, &p.tmap_a, bar, kb * BK, mt * BM);
+                tma_load_2d(smem + stage * A_BYTES, &p.tmap_a, bar, kb * BK,
+                            (int)tile_row0(mt, p.m));
                 const u32 b_dst = smem + STAGES * A_BYTES + stage * B_BYTES + w.rank * B_SLICE_BYTES;
                 const int b_row = nt * BN + w.rank * B_SLICE_ROWS;
                 if (CLUSTER == 1)
@@ -250,10 +272,26 @@ struct Fp8WgmmaKernel {
     }
 
     /* ---- consumer main loop for one tile: acc = A rows x B rows over all of K ---- */
+    /* MMA_TURNS: warpgroup 0 issues block j, then warpgroup 1 issues block j, then warpgroup 0
+     * block j + 1, ... over the CTA's whole run of tiles. The tensor cores then finish warpgroup
+     * 0's block before warpgroup 1's, and each warpgroup's wait and promotion adds overlap the
+     * other's wgmmas instead of both idling the tensor cores at the same time. `issued` says
+     * whether this warpgroup issued a block before (warpgroup 0's first has no turn to wait
+     * for). */
+    static __device__ __forceinline__ void take_turn(int cwg, bool issued) {
+        if (cwg == 1)
+            named_bar_sync(TURN_TO_WG1, CONSUMER_THREADS);
+        else if (issued)
+            named_bar_sync(TURN_TO_WG0, CONSUMER_THREADS);
+    }
+    static __device__ __forceinline__ void pass_turn(int cwg) {
+        named_bar_arrive(cwg == 0 ? TURN_TO_WG1 : TURN_TO_WG0, CONSUMER_THREADS);
+    }
+
     static __device__ __forceinline__ void mainloop(float (&acc)[WAVES][ACC],
                                                     float (&part)[WAVES][ACC], u32 smem,
                                                     u32 full_bar, u32 empty_bar, int cwg, int lane,
-                                                    int &stage, u32 &phase) {
+                                                    int &stage, u32 &phase, bool &issued) {
         /* Descriptors of stage 0, built once; a stage is a descriptor add away. */
         const u64 da0 = wgmma_desc_sw128(smem + cwg * WG_ROWS * BK);
         const u64 db0 = wgmma_desc_sw128(smem + STAGES * A_BYTES);
@@ -288,7 +326,12 @@ struct Fp8WgmmaKernel {
                 }
                 release(empty_bar, stage, lane);
             } else if (PROMOTE) {
+                if (MMA_TURNS)
+                    take_turn(cwg, issued);
                 mma_block(part, da, db, true);
+                if (MMA_TURNS)
+                    pass_turn(cwg);
+                issued = true;
                 wgmma_wait<0>();
 #pragma unroll
                 for (int w = 0; w < WAVES; w++)
@@ -348,8 +391,9 @@ struct Fp8WgmmaKernel {
                                                     int mt, int nt, int cwg, int tid) {
         const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
         const i64 m = p.m;
-        const i64 row0 = (i64)mt * BM + cwg * WG_ROWS; /* first row of this warpgroup */
-        const int n0 = nt * BN;                         /* first acc column of the tile */
+        const i64 row0 = tile_row0(mt, m) + cwg * WG_ROWS; /* first row of this warpgroup */
+        const i64 own0 = (i64)mt * BM;                      /* rows below are the last tile's */
+        const int n0 = nt * BN;                             /* first acc column of the tile */
 
         /* alpha * sa for this thread's rows; rows past M get 0 and are never stored. */
         float rs[WAVES][2];
@@ -432,7 +476,7 @@ struct Fp8WgmmaKernel {
                     const int r = w * 64 + warp * 16 + u / UNITS, cu = u % UNITS;
                     const i64 grow = row0 + r;
                     const int gcol = nt * TILE_NOUT + c * EPI_CH + cu * 8;
-                    if (grow < m && gcol < NOUT) {
+                    if (grow >= own0 && grow < m && gcol < NOUT) {
                         const uint4 v = *(const uint4 *)(staging + r * EPI_PITCH + cu * 16);
                         store_bf16x8(p.d + grow * p.ldd + gcol, v, gcol, d_vec);
                     }
@@ -470,7 +514,9 @@ struct Fp8WgmmaKernel {
         for (int unit = w.first; unit < w.units; unit += w.stride) {
             int mg, nt;
             unit_coords(unit, w.m_groups, mg, nt);
-            const i64 row0 = (i64)(mg * CLUSTER + w.rank) * BM; /* past M for a spare CTA */
+            const int mt = mg * CLUSTER + w.rank;   /* past the last m-tile for a spare CTA */
+            const i64 row0 = tile_row0(mt, m);      /* the MMA rows' first */
+            const i64 own0 = (i64)mt * BM;          /* the first row this tile stores */
             const int n0 = nt * BN;
             /* 1. this tile's scales; rows and columns past the edges get 0 (never stored) */
             for (int i = sid; i < BM + BN; i += STORE_THREADS) {
@@ -488,9 +534,10 @@ struct Fp8WgmmaKernel {
             /* 2. the staged tile -> D, 16 bytes per thread and step, rows in order */
             mbar_wait(h.staged, parity);
             enum : int { UNITS = TILE_NOUT / 8 };
-            const int rows = (int)min_of((i64)BM, m - row0);
+            const int first = (int)max_of((i64)0, own0 - row0);
+            const int rows = (int)min_of((i64)BM, m - row0) - first; /* <= 0: none */
             for (int u = sid; u < rows * UNITS; u += STORE_THREADS) {
-                const int r = u / UNITS, cu = u % UNITS;
+                const int r = first + u / UNITS, cu = u % UNITS;
                 const int gcol = nt * TILE_NOUT + cu * 8;
                 if (gcol >= NOUT)
                     continue;
@@ -549,10 +596,11 @@ struct Fp8WgmmaKernel {
         float part[WAVES][ACC]; /* promotion only; optimised away otherwise */
         int stage = 0;
         u32 phase = 0, tile_parity = 0;
+        bool issued = false; /* MMA_TURNS: this warpgroup issued a block before */
         for (int unit = w.first; unit < w.units; unit += w.stride) {
             int mg, nt;
             unit_coords(unit, w.m_groups, mg, nt);
-            mainloop(acc, part, smem, full_bar, empty_bar, cwg, tid & 31, stage, phase);
+            mainloop(acc, part, smem, full_bar, empty_bar, cwg, tid & 31, stage, phase, issued);
             if (STORE_WARPS) {
                 epilogue_staged(acc, smem_ptr, handoff_of(full_bar), tile_parity, cwg, tid);
                 tile_parity ^= 1;
@@ -560,6 +608,10 @@ struct Fp8WgmmaKernel {
                 epilogue(p, acc, staging, mg * CLUSTER + w.rank, nt, cwg, tid);
             }
         }
+        /* Warpgroup 1's last pass_turn has no block after it: take it, so that no arrival is
+         * left pending on the barrier when the CTA exits. */
+        if (MMA_TURNS && cwg == 0 && issued)
+            named_bar_sync(TURN_TO_WG0, CONSUMER_THREADS);
     }
 
     static __device__ __forceinline__ void run(const Fp8WgmmaParams &p) {
