@@ -168,10 +168,6 @@ static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
         wp->promote = 1;
         wp->cluster = strcmp(w->route, k_routes[1]) == 0 ? 2 : 1;
         wp->store_warps = jit__wgmma_store_warps(&p->spec);
-        /* The store warps' loops do not fit 40 registers (ptxas spilled); 48 x 128 + 232 x 256
-         * is still the whole register file. */
-        if (wp->store_warps)
-            wp->producer_regs = 48;
         wp->mma_turns = jit__wgmma_mma_turns();
         p->smem_bytes = jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages, p->spec.epilogue,
                                               wp->store_warps);

@@ -42,6 +42,14 @@ static jit_status_t check_plan(const jit__plan_t *plan, jit__diag_t *d) {
         (s->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU && wp->bn % 64))
         return jit__fail(d, JIT_PLAN_FAILED, "wgmma family: tile %dx%d is not one it supports",
                          wp->bm, wp->bn);
+    /* 384 threads start with 168 registers each; the consumers' setmaxnreg.inc waits until the
+     * producers' setmaxnreg.dec has given back what it asks, so asking more never returns. */
+    if (wp->route != JIT_WGMMA_DECODE &&
+        (168 - wp->producer_regs) * 128 < (wp->consumer_regs - 168) * 256)
+        return jit__fail(d, JIT_PLAN_FAILED,
+                         "wgmma family: setmaxnreg budgets %d/%d ask the consumers more registers "
+                         "than the producers give back (the kernel would hang)",
+                         wp->producer_regs, wp->consumer_regs);
     if (wp->store_warps && s->epilogue == JIT_EPILOGUE_LINEAR_ADD)
         return jit__fail(d, JIT_PLAN_FAILED,
                          "wgmma family: linear_add has no store-warp epilogue (the residual is "

@@ -110,6 +110,7 @@ struct Fp8WgmmaKernel {
         BAR_OFFSET = SCALES_OFFSET + SCALES_BYTES,
         BAR_COUNT = 2 * STAGES + (STORE_WARPS ? 3 : 0), /* full, empty; scales, staged, drained */
         SMEM_BYTES = BAR_OFFSET + BAR_COUNT * 8 + 1024, /* + slack to align the base to 1024 */
+        REGS_AT_LAUNCH = 65536 / THREADS / 8 * 8, /* 168: per thread at launch */
         STORE_THREADS = 96,          /* warps 1..3 of the producer warpgroup */
         CONSUMER_THREADS = 256,
         K_BLOCKS = (K + BK - 1) / BK,
@@ -134,7 +135,11 @@ struct Fp8WgmmaKernel {
     static_assert(A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0,
                   "every 128B-swizzled tile must start on a 1024-byte boundary");
     static_assert(SMEM_BYTES <= 232448, "over the 227 KB dynamic shared memory limit");
-    static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 256 <= 65536, "register file oversubscribed");
+    /* __launch_bounds__(384, 1) gives every thread 168 registers. setmaxnreg.inc waits until
+     * the CTA's pool holds what it asks, and only the producers' setmaxnreg.dec fills the pool:
+     * asking more than they give back waits forever (it hung the H200 at 48 / 232). */
+    static_assert((REGS_AT_LAUNCH - PRODUCER_REGS) * 128 >= (CONSUMER_REGS - REGS_AT_LAUNCH) * 256,
+                  "the consumers' setmaxnreg.inc asks more than the producers give back");
     static_assert(!PROMOTE || WAVES * BN <= 192, "promotion needs 2 x WAVES x BN/2 accumulators");
     static_assert(PROMOTE >= 0 && PROMOTE <= 2, "promotion mode");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
@@ -514,16 +519,20 @@ struct Fp8WgmmaKernel {
         for (int unit = w.first; unit < w.units; unit += w.stride) {
             int mg, nt;
             unit_coords(unit, w.m_groups, mg, nt);
-            const int mt = mg * CLUSTER + w.rank;   /* past the last m-tile for a spare CTA */
-            const i64 row0 = tile_row0(mt, m);      /* the MMA rows' first */
-            const i64 own0 = (i64)mt * BM;          /* the first row this tile stores */
+            const int mt = mg * CLUSTER + w.rank; /* past the last m-tile for a spare CTA */
+            const i64 row0 = tile_row0(mt, m);    /* the MMA rows' first */
+            /* Rows of the tile inside M, and the first one this tile stores (the rows below it
+             * belong to the tile before, when the last m-tile was moved up); ints and two base
+             * pointers keep the loops within the store warps' 40 registers. */
+            const int in_m = (int)min_of((i64)BM, m - row0); /* <= 0 for a spare CTA */
+            const int first = (int)max_of((i64)0, (i64)mt * BM - row0);
             const int n0 = nt * BN;
             /* 1. this tile's scales; rows and columns past the edges get 0 (never stored) */
+            const float *sa = p.sa + row0;
             for (int i = sid; i < BM + BN; i += STORE_THREADS) {
                 float v;
                 if (i < BM) {
-                    const i64 r = row0 + i;
-                    v = r < m ? p.alpha * p.sa[r] : 0.0f;
+                    v = i < in_m ? p.alpha * sa[i] : 0.0f;
                 } else {
                     const int c = n0 + i - BM;
                     v = c < N ? p.sb[c] : 0.0f;
@@ -534,15 +543,15 @@ struct Fp8WgmmaKernel {
             /* 2. the staged tile -> D, 16 bytes per thread and step, rows in order */
             mbar_wait(h.staged, parity);
             enum : int { UNITS = TILE_NOUT / 8 };
-            const int first = (int)max_of((i64)0, own0 - row0);
-            const int rows = (int)min_of((i64)BM, m - row0) - first; /* <= 0: none */
-            for (int u = sid; u < rows * UNITS; u += STORE_THREADS) {
-                const int r = first + u / UNITS, cu = u % UNITS;
-                const int gcol = nt * TILE_NOUT + cu * 8;
+            const int col0 = nt * TILE_NOUT;
+            u16 *d = p.d + row0 * p.ldd + col0;
+            for (int u = first * UNITS + sid; u < in_m * UNITS; u += STORE_THREADS) {
+                const int r = u / UNITS, cu = u % UNITS;
+                const int gcol = col0 + cu * 8;
                 if (gcol >= NOUT)
                     continue;
                 const uint4 v = *(const uint4 *)(staging + r * OUT_PITCH + cu * 16);
-                store_bf16x8(p.d + (row0 + r) * p.ldd + gcol, v, gcol, d_vec);
+                store_bf16x8(d + r * p.ldd + cu * 8, v, gcol, d_vec);
             }
             mbar_arrive(h.drained);
             parity ^= 1;
@@ -647,17 +656,18 @@ struct Fp8WgmmaKernel {
         else
             cluster_sync();
 
-        const Work w = work_of(p.m);
+        /* Each role computes its work after setmaxnreg: a value live across it must fit the
+         * smaller budget, and ptxas spilled one there (w.units) at 40 registers. */
         const int wg = threadIdx.x >> 7;
         if (wg == 0) {
             setmaxnreg_dec<PRODUCER_REGS>();
             if (threadIdx.x == 0)
-                producer(p, smem, full_bar, empty_bar, w);
+                producer(p, smem, full_bar, empty_bar, work_of(p.m));
             else if (STORE_WARPS && threadIdx.x >= 32)
-                store_warps(p, smem_ptr, handoff_of(full_bar), w);
+                store_warps(p, smem_ptr, handoff_of(full_bar), work_of(p.m));
         } else {
             setmaxnreg_inc<CONSUMER_REGS>();
-            consumer(p, smem, smem_ptr, full_bar, empty_bar, wg - 1, w);
+            consumer(p, smem, smem_ptr, full_bar, empty_bar, wg - 1, work_of(p.m));
         }
         /* Nobody leaves while the peer may still write into this CTA's shared memory or arrive
          * on its barriers: every multicast slice is consumed and every release sent by the time
