@@ -265,16 +265,21 @@ sanitize_candidates() {
     return "$rc"
 }
 
-# GPU_CHECK_SMOKE: "candidate|jitgemm run options;..." pairs, each run once under a hard timeout.
+# GPU_CHECK_SMOKE: "[VAR=value ...] candidate|jitgemm run options;..." items, each run once under
+# a hard timeout, with the VAR=value words (if any) in its environment.
 smoke_candidates() {
-    local item c opts rc=0
+    local item c opts vars rc=0
     IFS=';' read -r -a items <<<"$GPU_CHECK_SMOKE"
     for item in "${items[@]}"; do
         c="${item%%|*}"
         opts="${item#*|}"
-        echo "--- smoke, candidate $c: $opts"
-        JITGEMM_FORCE_CANDIDATE="$c" timeout -s KILL 30 "$BUILD/jitgemm" run $opts --iters 5 ||
-            { echo "FAILED (or timed out): $c $opts"; rc=1; }
+        vars=()
+        read -r -a vars <<<"$c"
+        c="${vars[-1]}"
+        unset 'vars[-1]'
+        echo "--- smoke, candidate $c ${vars[*]}: $opts"
+        env "${vars[@]}" JITGEMM_FORCE_CANDIDATE="$c" timeout -s KILL 30 "$BUILD/jitgemm" run \
+            $opts --iters 5 || { echo "FAILED (or timed out): $c ${vars[*]} $opts"; rc=1; }
     done
     return "$rc"
 }
