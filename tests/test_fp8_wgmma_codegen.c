@@ -95,6 +95,9 @@ Test(fp8_wgmma, the_model_picks_its_least_mean_slowdown) {
                                                wp->store_warps));
         cr_expect_leq(p.smem_bytes, 232448u);
         cr_expect(strstr(p.reason, "least mean slowdown over M in {"), "%s", p.reason);
+        /* The open band is weighed where prefill batches are, not at its one-row-past edge. */
+        if (band == JIT_TOKEN_BANDS - 1)
+            cr_expect(strstr(p.reason, "over M in {2048, 4096, 8192}:"), "%s", p.reason);
     }
     /* SwiGLU keeps gate/up pairs in one thread only for BN a multiple of 64. */
     jit__plan_t p;
@@ -602,7 +605,7 @@ Test(fp8_wgmma, store_warps_for_linear_and_swiglu_only) {
             jit__diag_init(&d);
             cr_assert_eq(jit__generate(&p, &key, &src, &d), JIT_OK, "%s", d.msg);
             char tail[32];
-            snprintf(tail, sizeof(tail), ", %d, 0> Kernel;", want);
+            snprintf(tail, sizeof(tail), ", %d> Kernel;", want);
             cr_expect(strstr(src, tail), "%s: the template's last argument is not %d", what, want);
             free(src);
             char *text = jit__plan_to_json(&p);
@@ -635,39 +638,6 @@ Test(fp8_wgmma, register_budgets_that_would_hang_are_refused) {
     cr_expect(strstr(d.msg, "setmaxnreg"), "%s", d.msg);
     cr_expect_null(src);
     free(src);
-}
-
-/* The turn-taking consumers: off unless JITGEMM_WGMMA_MMA_TURNS=1, and then in the key, the plan's
- * JSON and the template's last argument, so the two never share a cache entry. */
-Test(fp8_wgmma, mma_turns_switch_reaches_key_json_and_template) {
-    for (int on = 0; on < 2; on++) {
-        if (on)
-            setenv("JITGEMM_WGMMA_MMA_TURNS", "1", 1);
-        jit__plan_t p;
-        make_plan(5, 5120, 17408, JIT_EPILOGUE_LINEAR, &p);
-        unsetenv("JITGEMM_WGMMA_MMA_TURNS");
-        cr_assert_eq(jit__wgmma_cof(&p)->mma_turns, on);
-        jit__key_t key;
-        jit__key_make(&p, "sm_90a", 0, &key, NULL);
-        char field[32];
-        snprintf(field, sizeof(field), " mma_turns=%d ", on);
-        cr_expect(strstr(key.text, field), "%s", key.text);
-        char *src = NULL;
-        jit__diag_t d;
-        jit__diag_init(&d);
-        cr_assert_eq(jit__generate(&p, &key, &src, &d), JIT_OK, "%s", d.msg);
-        char tail[32];
-        snprintf(tail, sizeof(tail), ", 1, %d> Kernel;", on);
-        cr_expect(strstr(src, tail), "the template does not end in %s", tail);
-        free(src);
-        char *text = jit__plan_to_json(&p);
-        json_t *o = json_loads(text, 0, NULL);
-        cr_assert_not_null(o);
-        json_t *t = json_object_get(json_object_get(o, "wgmma"), "mma_turns");
-        cr_expect(json_is_boolean(t) && json_is_true(t) == on);
-        json_decref(o);
-        free(text);
-    }
 }
 
 /* The token band edge at 128 exists for this planner: up to 128 tokens one m-tile covers every

@@ -418,23 +418,3 @@ Test(gpu_fp8, wgmma_consumer_stores_linear, .timeout = 900) {
 Test(gpu_fp8, wgmma_consumer_stores_linear_swiglu, .timeout = 900) {
     run_consumer_stores(JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
 }
-
-/* The consumer warpgroups taking turns to issue each block's wgmmas (JITGEMM_WGMMA_MMA_TURNS=1),
- * with the store warps (linear, swiglu) and with the consumers' stores (linear_add). */
-static void run_mma_turns(jit_epilogue_t ep, int64_t n) {
-    setenv("JITGEMM_WGMMA_MMA_TURNS", "1", 1);
-    run_epilogue("fp8_wgmma", ep, n);
-    unsetenv("JITGEMM_WGMMA_MMA_TURNS");
-}
-
-Test(gpu_fp8, wgmma_mma_turns_linear, .timeout = 900) {
-    run_mma_turns(JIT_EPILOGUE_LINEAR, 1001);
-}
-
-Test(gpu_fp8, wgmma_mma_turns_linear_add, .timeout = 900) {
-    run_mma_turns(JIT_EPILOGUE_LINEAR_ADD, 1176);
-}
-
-Test(gpu_fp8, wgmma_mma_turns_linear_swiglu, .timeout = 900) {
-    run_mma_turns(JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
-}

@@ -90,11 +90,6 @@ __device__ __forceinline__ void named_bar_sync(u32 id, u32 threads) {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-/* Arrive on barrier `id` without waiting: the other side of a named_bar_sync over `threads`. */
-__device__ __forceinline__ void named_bar_arrive(u32 id, u32 threads) {
-    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
 /* True in exactly one lane of the (fully active) calling warp. */
 __device__ __forceinline__ bool elect_one() {
     u32 pred = 0;

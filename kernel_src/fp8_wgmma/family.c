@@ -54,11 +54,6 @@ int jit__wgmma_store_warps(const jit__gemm_spec_t *spec) {
     return !(e && strcmp(e, "consumers") == 0);
 }
 
-int jit__wgmma_mma_turns(void) {
-    const char *e = getenv("JITGEMM_WGMMA_MMA_TURNS");
-    return e && strcmp(e, "1") == 0;
-}
-
 static int max_stages(const jit__gemm_spec_t *spec, int bm, int bn) {
     int store = jit__wgmma_store_warps(spec);
     int s = MAX_STAGES;
@@ -91,15 +86,15 @@ typedef struct wgmma_model {
 } wgmma_model_t;
 
 static const wgmma_model_t k_model = {
-    .mma_flops_per_sm = 11.94e12,
+    .mma_flops_per_sm = 11.71e12,
     .sm_load = 147.8e9,
-    .idle_boost = 0.644,
-    .block_us = 0.0703,
-    .zero_fill = 2.50,
+    .idle_boost = 0.671,
+    .block_us = 0.0718,
+    .zero_fill = 2.60,
     .cluster_block = 1.016,
-    .tile_overhead_us = 2.70,
+    .tile_overhead_us = 3.12,
     .dram_bytes_per_s = 4.0e12,
-    .launch_us = 3.22,
+    .launch_us = 2.39,
 };
 
 /* One tile: K blocks at the slower of the tensor cores and the loads (A's bytes x a_scale),
@@ -168,7 +163,6 @@ static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
         wp->promote = 1;
         wp->cluster = strcmp(w->route, k_routes[1]) == 0 ? 2 : 1;
         wp->store_warps = jit__wgmma_store_warps(&p->spec);
-        wp->mma_turns = jit__wgmma_mma_turns();
         p->smem_bytes = jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages, p->spec.epilogue,
                                               wp->store_warps);
     }
@@ -183,14 +177,17 @@ static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
     return JIT_OK;
 }
 
-/* M values a band's kernel must serve: its ends and its model M (the open last band up to
- * 8192). */
+/* M values a band's kernel must serve: its ends and its model M. The open last band is sampled
+ * at 2048, 4096 and 8192, where prefill batches are, not at its bottom edge: at M = 1025 every
+ * 128-row tile has a ninth m-tile of one row, and weighted like the others that one M took the
+ * band to tiles that suit nine m-tiles (on the H200 sweep of d426c3b, 14336 x 5120: 128x192,
+ * 7.4% off the fastest at M = 2048; sampled here, 128x160, the fastest at 2048 and 4096). */
 static int band_samples(int band, int64_t m[JIT_WGMMA_BAND_SAMPLES]) {
     int64_t lo, hi;
     jit__token_band_range(band, &lo, &hi);
     if (hi == INT64_MAX) {
-        m[0] = lo, m[1] = 2048, m[2] = 4096, m[3] = 8192;
-        return 4;
+        m[0] = 2048, m[1] = 4096, m[2] = 8192;
+        return 3;
     }
     m[0] = lo, m[1] = jit__token_band_model_m(band), m[2] = hi;
     return 3;
@@ -278,7 +275,7 @@ static void key_fields(const jit__plan_t *p, jit__sb_t *sb) {
     if (wp->route == JIT_WGMMA_DECODE)
         jit__sb_printf(sb, " ksub=%d split=%d", wp->ksub, wp->split);
     else
-        jit__sb_printf(sb, " store_warps=%d mma_turns=%d", wp->store_warps, wp->mma_turns);
+        jit__sb_printf(sb, " store_warps=%d", wp->store_warps);
 }
 
 static int plan_to_json(const jit__plan_t *p, void *json_object) {
@@ -293,7 +290,6 @@ static int plan_to_json(const jit__plan_t *p, void *json_object) {
         json_object_set_new(o, "split", json_integer(wp->split));
     } else if (o) {
         json_object_set_new(o, "store_warps", json_boolean(wp->store_warps));
-        json_object_set_new(o, "mma_turns", json_boolean(wp->mma_turns));
     }
     return json_object_set_new((json_t *)json_object, "wgmma", o);
 }

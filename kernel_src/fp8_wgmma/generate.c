@@ -94,8 +94,6 @@ static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t
                        wp->store_warps ? "the producer warpgroup's 3 store warps, from the "
                                          "whole tile staged in shared memory"
                                        : "the consumer warpgroups, 32 columns at a time");
-    if (wp->route != JIT_WGMMA_DECODE && wp->mma_turns)
-        jit__sb_printf(sb, " *   the consumer warpgroups issue each K block's wgmmas in turn\n");
     if (wp->route == JIT_WGMMA_DECODE)
         jit__sb_printf(sb,
                        " *   dynamic shared memory %u bytes; one CTA per (token tile, weight "
@@ -144,11 +142,10 @@ jit_status_t jit__gen_fp8_wgmma(const jit__plan_t *plan, const jit__key_t *key, 
         jit__sb_append(&sb, "#include \"fp8_wgmma/device/fp8_wgmma.cuh\"\n\n");
         jit__sb_printf(
             &sb,
-            "typedef Fp8WgmmaKernel<%d, %d, %d, %lld, %lld, %s, %d, %d, %d, %d, %d, %d, %d> "
-            "Kernel;\n",
+            "typedef Fp8WgmmaKernel<%d, %d, %d, %lld, %lld, %s, %d, %d, %d, %d, %d, %d> Kernel;\n",
             wp->bm, wp->bn, wp->stages, (long long)plan->spec.n, (long long)plan->spec.k,
             k_epilogue[plan->spec.epilogue], wp->promote, wp->group_m, wp->producer_regs,
-            wp->consumer_regs, wp->cluster, wp->store_warps, wp->mma_turns);
+            wp->consumer_regs, wp->cluster, wp->store_warps);
     }
     jit__sb_printf(&sb, "static_assert(Kernel::SMEM_BYTES == %u, \"the plan's shared memory\");\n",
                    plan->smem_bytes);

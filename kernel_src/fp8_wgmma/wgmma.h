@@ -13,8 +13,9 @@
 #include "abi.h"
 #include "families.h"
 
-/* M values the cost model weighs for a band (its ends and its model M; 4 for the open band). */
-#define JIT_WGMMA_BAND_SAMPLES 4
+/* M values the cost model weighs for a band (its ends and its model M; 2048, 4096 and 8192 for
+ * the open band). */
+#define JIT_WGMMA_BAND_SAMPLES 3
 
 /* The family's two kernels. */
 typedef enum jit__wgmma_route {
@@ -33,7 +34,6 @@ typedef struct jit__wgmma_plan {
     int producer_regs; /* setmaxnreg budgets */
     int consumer_regs;
     int store_warps; /* tiles: the producer warpgroup's spare warps write D (not linear_add) */
-    int mma_turns;   /* tiles: the consumer warpgroups issue each block's wgmmas in turn */
     int ksub;  /* decode: 128-K blocks per stage */
     int split; /* decode: k-splits per tile (1: no workspace) */
 } jit__wgmma_plan_t;
@@ -56,10 +56,6 @@ uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages, jit_epilogue_t epilog
 /* Whether a tile plan of this spec uses the store-warp epilogue: linear and swiglu do, unless
  * JITGEMM_WGMMA_EPILOGUE=consumers asks for the consumers' own stores (a comparison switch). */
 int jit__wgmma_store_warps(const jit__gemm_spec_t *spec);
-
-/* Whether the consumer warpgroups of a tile plan take turns issuing a block's wgmmas
- * (JITGEMM_WGMMA_MMA_TURNS=1 turns it on, =0 off; a comparison switch). */
-int jit__wgmma_mma_turns(void);
 
 /* The same for the decode kernel (device/fp8_wgmma_decode.cuh). */
 uint32_t jit__wgmma_decode_smem_bytes(int bw, int tok, int stages, int ksub, int split);

@@ -79,13 +79,9 @@ enum Fp8WgmmaEpilogue {
  *           loads half of the shared B tile with TMA multicast into both, so B costs each SM
  *           half the L2 reads (the kernel is bound by L2-to-SM bandwidth at large M:
  *           docs/kernels-fp8-wgmma.md)
- * MMA_TURNS 1: the two consumer warpgroups issue each K block's wgmmas in turn (promotion only),
- *           so that one warpgroup's wait and FP32 adds fall while the other's wgmmas run;
- *           0: each issues as soon as the stage is full
  */
 template <int BM, int BN, int STAGES, int N, int K, int EPILOGUE, int PROMOTE, int GROUP_M = 8,
-          int PRODUCER_REGS = 40, int CONSUMER_REGS = 232, int CLUSTER = 1, int STORE_WARPS = 0,
-          int MMA_TURNS = 0>
+          int PRODUCER_REGS = 40, int CONSUMER_REGS = 232, int CLUSTER = 1, int STORE_WARPS = 0>
 struct Fp8WgmmaKernel {
     enum : int {
         THREADS = 384,
@@ -121,9 +117,6 @@ struct Fp8WgmmaKernel {
         /* A stage is free again once every consumer warp of every CTA it was written into has
          * read it, so its empty barrier counts the consumer warps of the whole cluster. */
         EMPTY_ARRIVALS = CONSUMER_WARPS * CLUSTER,
-        /* MMA_TURNS: named barriers that hand the turn to issue to warpgroup 1 and back to 0 */
-        TURN_TO_WG1 = 1,
-        TURN_TO_WG0 = 2,
     };
 
     static_assert(BM == 128 || BM == 256, "BM is 128 or 256");
@@ -147,7 +140,6 @@ struct Fp8WgmmaKernel {
     static_assert(!STORE_WARPS || EPILOGUE != FP8W_EPI_LINEAR_ADD,
                   "linear_add adds the residual before rounding: the consumers store it");
     static_assert(TILE_NOUT % 32 == 0, "staged rows are whole 64-byte multiples");
-    static_assert(!MMA_TURNS || PROMOTE == 1, "turns order the promoted blocks only");
 
     /* Work unit `unit` of the persistent sequence -> (m-group, n-tile), grouped raster: GROUP_M
      * m-groups walk the n-tiles together, so CTAs running at the same time share A and B rows
@@ -277,26 +269,10 @@ struct Fp8WgmmaKernel {
     }
 
     /* ---- consumer main loop for one tile: acc = A rows x B rows over all of K ---- */
-    /* MMA_TURNS: warpgroup 0 issues block j, then warpgroup 1 issues block j, then warpgroup 0
-     * block j + 1, ... over the CTA's whole run of tiles. The tensor cores then finish warpgroup
-     * 0's block before warpgroup 1's, and each warpgroup's wait and promotion adds overlap the
-     * other's wgmmas instead of both idling the tensor cores at the same time. `issued` says
-     * whether this warpgroup issued a block before (warpgroup 0's first has no turn to wait
-     * for). */
-    static __device__ __forceinline__ void take_turn(int cwg, bool issued) {
-        if (cwg == 1)
-            named_bar_sync(TURN_TO_WG1, CONSUMER_THREADS);
-        else if (issued)
-            named_bar_sync(TURN_TO_WG0, CONSUMER_THREADS);
-    }
-    static __device__ __forceinline__ void pass_turn(int cwg) {
-        named_bar_arrive(cwg == 0 ? TURN_TO_WG1 : TURN_TO_WG0, CONSUMER_THREADS);
-    }
-
     static __device__ __forceinline__ void mainloop(float (&acc)[WAVES][ACC],
                                                     float (&part)[WAVES][ACC], u32 smem,
                                                     u32 full_bar, u32 empty_bar, int cwg, int lane,
-                                                    int &stage, u32 &phase, bool &issued) {
+                                                    int &stage, u32 &phase) {
         /* Descriptors of stage 0, built once; a stage is a descriptor add away. */
         const u64 da0 = wgmma_desc_sw128(smem + cwg * WG_ROWS * BK);
         const u64 db0 = wgmma_desc_sw128(smem + STAGES * A_BYTES);
@@ -331,12 +307,7 @@ struct Fp8WgmmaKernel {
                 }
                 release(empty_bar, stage, lane);
             } else if (PROMOTE) {
-                if (MMA_TURNS)
-                    take_turn(cwg, issued);
                 mma_block(part, da, db, true);
-                if (MMA_TURNS)
-                    pass_turn(cwg);
-                issued = true;
                 wgmma_wait<0>();
 #pragma unroll
                 for (int w = 0; w < WAVES; w++)
@@ -605,11 +576,10 @@ struct Fp8WgmmaKernel {
         float part[WAVES][ACC]; /* promotion only; optimised away otherwise */
         int stage = 0;
         u32 phase = 0, tile_parity = 0;
-        bool issued = false; /* MMA_TURNS: this warpgroup issued a block before */
         for (int unit = w.first; unit < w.units; unit += w.stride) {
             int mg, nt;
             unit_coords(unit, w.m_groups, mg, nt);
-            mainloop(acc, part, smem, full_bar, empty_bar, cwg, tid & 31, stage, phase, issued);
+            mainloop(acc, part, smem, full_bar, empty_bar, cwg, tid & 31, stage, phase);
             if (STORE_WARPS) {
                 epilogue_staged(acc, smem_ptr, handoff_of(full_bar), tile_parity, cwg, tid);
                 tile_parity ^= 1;
@@ -617,10 +587,6 @@ struct Fp8WgmmaKernel {
                 epilogue(p, acc, staging, mg * CLUSTER + w.rank, nt, cwg, tid);
             }
         }
-        /* Warpgroup 1's last pass_turn has no block after it: take it, so that no arrival is
-         * left pending on the barrier when the CTA exits. */
-        if (MMA_TURNS && cwg == 0 && issued)
-            named_bar_sync(TURN_TO_WG0, CONSUMER_THREADS);
     }
 
     static __device__ __forceinline__ void run(const Fp8WgmmaParams &p) {
