@@ -50,8 +50,9 @@ for p in "${packages[@]}"; do
     compgen -G "${p}_*.deb" >/dev/null || { echo "fetch-gpu-debs: failed to download $p" >&2; exit 1; }
     fetched=$((fetched + 1))
 done
-# The H200 machine receives the working tree without .git; record which commit it is (and
-# whether the tree had uncommitted changes) for the benchmarks' records.
+# The H200 machine receives the working tree without .git, or with the .git of an older commit;
+# record which commit it is (and whether the tree had uncommitted changes) for the benchmarks'
+# records.
 if git -C "$ROOT" rev-parse --short HEAD >/dev/null 2>&1; then
     commit="$(git -C "$ROOT" rev-parse --short HEAD)"
     git -C "$ROOT" diff --quiet HEAD 2>/dev/null || commit="$commit+dirty"

@@ -16,7 +16,7 @@
 #
 # Environment: GPU_CHECK_BUDGET_S (default 480) bounds the whole run, each step's timeout is cut
 # to what is left; GPU_CHECK_SHAPES overrides the shape list ("op:n:k:tokens" words);
-# JITGEMM_COMMIT names the commit (else git, else .gpu/commit written by fetch-gpu-debs.sh).
+# JITGEMM_COMMIT names the commit (else .gpu/commit written by fetch-gpu-debs.sh, else git).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -83,13 +83,16 @@ step() {
     return "$rc"
 }
 
+# .gpu/commit before git: the GPU machine's copy of the tree has carried the git metadata of an
+# older commit, and a record then named the wrong one. fetch-gpu-debs.sh rewrites the file
+# each time it runs, so run it before every GPU run.
 commit_id() {
     if [ -n "${JITGEMM_COMMIT:-}" ]; then
         echo "$JITGEMM_COMMIT"
-    elif git -C "$ROOT" rev-parse --short HEAD >/dev/null 2>&1; then
-        echo "$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD || echo +dirty)"
     elif [ -f "$ROOT/.gpu/commit" ]; then
         cat "$ROOT/.gpu/commit"
+    elif git -C "$ROOT" rev-parse --short HEAD >/dev/null 2>&1; then
+        echo "$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD || echo +dirty)"
     else
         echo unknown
     fi
