@@ -65,13 +65,13 @@ static int max_stages(const jit__gemm_spec_t *spec, int bm, int bn) {
 /* ---- the cost model ----------------------------------------------------------------------- */
 
 /* Rates of an H200 (sm_90a, 132 SMs) running this kernel, fitted to the sweep of
- * bench/torch_anchor.py --sweep (every candidate timed at 22 cells of M x N x K; docs/performance.md
- * gives the cells, the fit and how far the choice lands from the fastest measured candidate).
- * A 128-K block runs at the slower of the tensor cores and the SM's operand loads, plus a fixed
- * cost (the wgmma wait and the FP32 promotion); both rates rise when fewer SMs are busy (the
- * clock has headroom then). The grid's last round is whole: a persistent CTA with one more tile
- * than the others sets the time. When M < BM, TMA zero-fills the rows of A's box past M, and
- * that costs load time in proportion to the rows filled (a larger M moves its last m-tile
+ * bench/torch_anchor.py --sweep (every candidate timed at 22 cells of M x N x K;
+ * docs/performance.md gives the cells, the fit and how far the choice lands from the fastest
+ * measured candidate). A 128-K block runs at the slower of the tensor cores and the SM's operand
+ * loads, plus a fixed cost (the wgmma wait and the FP32 promotion); both rates rise when fewer SMs
+ * are busy (the clock has headroom then). The grid's last round is whole: a persistent CTA with one
+ * more tile than the others sets the time. When M < BM, TMA zero-fills the rows of A's box past M,
+ * and that costs load time in proportion to the rows filled (a larger M moves its last m-tile
  * instead, so that no box runs past M: tile_row0 in device/fp8_wgmma.cuh). */
 typedef struct wgmma_model {
     double mma_flops_per_sm; /* wgmma FLOP/s per SM, all SMs busy */

@@ -106,7 +106,8 @@ struct Fp8WgmmaKernel {
         BAR_OFFSET = SCALES_OFFSET + SCALES_BYTES,
         BAR_COUNT = 2 * STAGES + (STORE_WARPS ? 3 : 0), /* full, empty; scales, staged, drained */
         SMEM_BYTES = BAR_OFFSET + BAR_COUNT * 8 + 1024, /* + slack to align the base to 1024 */
-        REGS_AT_LAUNCH = 65536 / THREADS / 8 * 8, /* 168: per thread at launch */
+        /* 168: the registers per thread at launch (__launch_bounds__(THREADS, 1)) */
+        REGS_AT_LAUNCH = 65536 / THREADS / 8 * 8,
         STORE_THREADS = 96,          /* warps 1..3 of the producer warpgroup */
         CONSUMER_THREADS = 256,
         K_BLOCKS = (K + BK - 1) / BK,
