@@ -154,16 +154,22 @@ Test(fp8_wgmma, a_forced_candidate_is_taken_and_a_bad_one_refused) {
     unsetenv("JITGEMM_FORCE_CANDIDATE");
 }
 
+/* The key and the generated source of a plan for sm_90a; generation must succeed. */
+static char *sm90_source(const jit__plan_t *p, jit__key_t *k) {
+    jit__key_make(p, "sm_90a", 0, k, NULL);
+    char *src = NULL;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    cr_assert_eq(jit__generate(p, k, &src, &d), JIT_OK, "%s", d.msg);
+    return src;
+}
+
 Test(fp8_wgmma, generated_text_instantiates_the_kernel_template) {
     jit__plan_t p;
     make_plan(4, 5120, 17408, JIT_EPILOGUE_LINEAR_ADD, &p);
     jit__key_t k;
-    jit__key_make(&p, "sm_90a", 0, &k, NULL);
+    char *src = sm90_source(&p, &k);
     cr_expect(strstr(k.text, "family=fp8_wgmma") && strstr(k.text, " promote=1 "), "%s", k.text);
-    char *src = NULL;
-    jit__diag_t d;
-    jit__diag_init(&d);
-    cr_assert_eq(jit__generate(&p, &k, &src, &d), JIT_OK, "%s", d.msg);
     const char *inc = strstr(src, "#include");
     cr_expect(inc && strncmp(inc, "#include \"fp8_wgmma/device/fp8_wgmma.cuh\"\n", 42) == 0);
     cr_expect(inc && !strstr(inc + 1, "#include"), "one include");
@@ -191,11 +197,9 @@ Test(fp8_wgmma, compiles_for_sm_90a_without_spills_or_serialised_wgmma, .timeout
             jit__plan_t p;
             make_plan(band, 1176, 1552, k_epilogues[e], &p);
             jit__key_t k;
-            jit__key_make(&p, "sm_90a", 0, &k, NULL);
-            char *src = NULL;
+            char *src = sm90_source(&p, &k);
             jit__diag_t d;
             jit__diag_init(&d);
-            cr_assert_eq(jit__generate(&p, &k, &src, &d), JIT_OK, "%s", d.msg);
             jit__compiled_t c;
             jit_status_t st = jit__compile(tc, src, jit__plan_kernel_name(&p), "sm_90a",
                                            JIT__COMPILE_CUBIN_AND_PTX, &c, &d);
@@ -232,11 +236,9 @@ Test(fp8_wgmma, cluster_release_has_no_gpu_scope_fence, .timeout = 300) {
     unsetenv("JITGEMM_FORCE_CANDIDATE");
     cr_assert_eq(jit__wgmma_cof(&p)->cluster, 2);
     jit__key_t k;
-    jit__key_make(&p, "sm_90a", 0, &k, NULL);
-    char *src = NULL;
+    char *src = sm90_source(&p, &k);
     jit__diag_t d;
     jit__diag_init(&d);
-    cr_assert_eq(jit__generate(&p, &k, &src, &d), JIT_OK, "%s", d.msg);
     jit__compiled_t c;
     cr_assert_eq(jit__compile(tc, src, jit__plan_kernel_name(&p), "sm_90a", JIT__COMPILE_PTX, &c,
                               &d),
@@ -475,11 +477,9 @@ Test(fp8_wgmma, decode_kernels_compile_without_spills_or_serialised_wgmma, .time
             plan_decode(forced[f], 1176, 3584, k_epilogues[e], bands[f], &p);
             cr_assert_eq(jit__wgmma_cof(&p)->route, JIT_WGMMA_DECODE);
             jit__key_t k;
-            jit__key_make(&p, "sm_90a", 0, &k, NULL);
-            char *src = NULL;
+            char *src = sm90_source(&p, &k);
             jit__diag_t d;
             jit__diag_init(&d);
-            cr_assert_eq(jit__generate(&p, &k, &src, &d), JIT_OK, "%s", d.msg);
             cr_expect(strstr(src, "#include \"fp8_wgmma/device/fp8_wgmma_decode.cuh\""));
             jit__compiled_t c;
             jit_status_t st = jit__compile(tc, src, jit__plan_kernel_name(&p), "sm_90a",
@@ -596,14 +596,10 @@ Test(fp8_wgmma, store_warps_for_linear_and_swiglu_only) {
                              1024u,
                          "%s", what);
             jit__key_t key;
-            jit__key_make(&p, "sm_90a", 0, &key, NULL);
+            char *src = sm90_source(&p, &key);
             char field[32];
             snprintf(field, sizeof(field), " store_warps=%d ", want);
             cr_expect(strstr(key.text, field), "%s: %s", what, key.text);
-            char *src = NULL;
-            jit__diag_t d;
-            jit__diag_init(&d);
-            cr_assert_eq(jit__generate(&p, &key, &src, &d), JIT_OK, "%s", d.msg);
             char tail[32];
             snprintf(tail, sizeof(tail), ", %d> Kernel;", want);
             cr_expect(strstr(src, tail), "%s: the template's last argument is not %d", what, want);
@@ -625,14 +621,11 @@ Test(fp8_wgmma, register_budgets_that_would_hang_are_refused) {
     jit__plan_t p;
     make_plan(5, 5120, 17408, JIT_EPILOGUE_LINEAR, &p);
     jit__key_t key;
-    jit__key_make(&p, "sm_90a", 0, &key, NULL);
-    char *src = NULL;
-    jit__diag_t d;
-    jit__diag_init(&d);
-    cr_assert_eq(jit__generate(&p, &key, &src, &d), JIT_OK, "%s", d.msg);
+    char *src = sm90_source(&p, &key);
     free(src);
     src = NULL;
     jit__wgmma_of(&p)->producer_regs = 48;
+    jit__diag_t d;
     jit__diag_init(&d);
     cr_expect_eq(jit__generate(&p, &key, &src, &d), JIT_PLAN_FAILED);
     cr_expect(strstr(d.msg, "setmaxnreg"), "%s", d.msg);
