@@ -96,6 +96,13 @@ static inline const char *tc_path(const char *dir, const char *hash, const char 
     return path;
 }
 
+/* <dir>/<name> (a file at the cache's top level), in a static buffer (one at a time). */
+static inline const char *tc_top(const char *dir, const char *name) {
+    static char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return path;
+}
+
 static inline const char *tc_hash(unsigned seed) {
     static jit__cache_entry_t e;
     tc_make_entry(&e, seed);

@@ -21,12 +21,6 @@ TestSuite(journal, .fini = tc_cleanup, .timeout = 300);
 /* Enough entries that the manifest passes the size below which every publish rewrites it. */
 #define LARGE 120
 
-static const char *top(const char *dir, const char *name) {
-    static char path[4200];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    return path;
-}
-
 static int listed(jit__cache_t *c, const char *hash, jit__cache_entry_t *out) {
     jit__cache_entry_t *all = NULL;
     size_t n = 0;
@@ -88,7 +82,7 @@ Test(index_drift, a_phantom_is_not_listed_and_leaves_the_index_at_the_next_publi
     remove_entry_files(dir, hash); /* by hand, or a get that removed a damaged entry */
     cr_expect_not(listed(c, hash, NULL), "cache list shows an entry whose files are gone");
     tc_put(c, 3, SIZE, NULL);
-    char *manifest = jt_read_file(top(dir, "manifest.json"), NULL);
+    char *manifest = jt_read_file(tc_top(dir, "manifest.json"), NULL);
     cr_assert_not_null(manifest);
     cr_expect_null(strstr(manifest, hash), "the publish kept the phantom in manifest.json");
     free(manifest);
@@ -101,14 +95,14 @@ Test(index_drift, a_size_that_disagrees_with_the_cubin_is_not_listed) {
     char *dir = tc_mkdtemp("drift-size");
     jit__cache_t *c = tc_open(dir, 0);
     tc_put(c, 1, SIZE, NULL);
-    char *text = jt_read_file(top(dir, "manifest.json"), NULL);
+    char *text = jt_read_file(tc_top(dir, "manifest.json"), NULL);
     char *at = strstr(text, "\"size\": 4096");
     cr_assert_not_null(at, "%s", text);
     char out[65536];
     snprintf(out, sizeof(out), "%.*s\"size\": 9223372036854775807%s", (int)(at - text), text,
              at + strlen("\"size\": 4096"));
-    cr_assert_eq(jt_write_file(top(dir, "manifest.json"), out), 0);
-    chmod(top(dir, "manifest.json"), 0600);
+    cr_assert_eq(jt_write_file(tc_top(dir, "manifest.json"), out), 0);
+    chmod(tc_top(dir, "manifest.json"), 0600);
     free(text);
     jit__cache_entry_t e;
     cr_assert(listed(c, tc_hash(1), &e), "an intact entry must stay listed");
@@ -123,13 +117,13 @@ Test(index_drift, an_entry_missing_from_the_index_is_picked_up_at_the_next_publi
     jit__cache_t *c = tc_open(dir, 0);
     tc_put(c, 1, SIZE, NULL);
     size_t len = 0;
-    char *before = jt_read_file(top(dir, "manifest.json"), &len);
+    char *before = jt_read_file(tc_top(dir, "manifest.json"), &len);
     cr_assert_not_null(before);
     /* A kill -9 between entry 2's sidecar and its index update leaves this index. */
     tc_put(c, 2, SIZE, NULL);
-    cr_assert_eq(jt_write_file(top(dir, "manifest.json"), before), 0);
-    chmod(top(dir, "manifest.json"), 0600);
-    unlink(top(dir, "manifest.journal"));
+    cr_assert_eq(jt_write_file(tc_top(dir, "manifest.json"), before), 0);
+    chmod(tc_top(dir, "manifest.json"), 0600);
+    unlink(tc_top(dir, "manifest.journal"));
     free(before);
     cr_assert_geq(verify_bad(c), 1, "verify must report the entry the index lacks");
     tc_put(c, 3, SIZE, NULL);
@@ -152,11 +146,11 @@ Test(journal, a_publish_to_a_large_cache_appends_and_does_not_rewrite_the_manife
     jit__cache_t *c = tc_open(dir, 0);
     fill(c, 0, LARGE);
     struct stat m0, m1, j0, j1;
-    cr_assert_eq(stat(top(dir, "manifest.json"), &m0), 0);
-    cr_assert_eq(stat(top(dir, "manifest.journal"), &j0), 0);
+    cr_assert_eq(stat(tc_top(dir, "manifest.json"), &m0), 0);
+    cr_assert_eq(stat(tc_top(dir, "manifest.journal"), &j0), 0);
     tc_put(c, LARGE, SIZE, NULL);
-    cr_assert_eq(stat(top(dir, "manifest.json"), &m1), 0);
-    cr_assert_eq(stat(top(dir, "manifest.journal"), &j1), 0);
+    cr_assert_eq(stat(tc_top(dir, "manifest.json"), &m1), 0);
+    cr_assert_eq(stat(tc_top(dir, "manifest.journal"), &j1), 0);
     cr_expect(m0.st_ino == m1.st_ino && m0.st_mtim.tv_nsec == m1.st_mtim.tv_nsec &&
                   m0.st_mtim.tv_sec == m1.st_mtim.tv_sec,
               "a publish rewrote manifest.json");
@@ -173,8 +167,8 @@ Test(journal, stays_a_fraction_of_the_manifest) {
     jit__cache_t *c = tc_open(dir, 0);
     fill(c, 0, 3 * LARGE);
     struct stat m, j;
-    cr_assert_eq(stat(top(dir, "manifest.json"), &m), 0);
-    cr_assert_eq(stat(top(dir, "manifest.journal"), &j), 0);
+    cr_assert_eq(stat(tc_top(dir, "manifest.json"), &m), 0);
+    cr_assert_eq(stat(tc_top(dir, "manifest.journal"), &j), 0);
     /* Compaction when it reaches a quarter: one more line (under 2 KiB) at most past that. */
     cr_expect_lt(j.st_size, m.st_size / 4 + 2048, "journal %lld bytes, manifest %lld",
                  (long long)j.st_size, (long long)m.st_size);
@@ -218,9 +212,9 @@ Test(journal, a_large_cache_at_its_cap_does_not_rescan_on_every_publish) {
     int64_t cap = (int64_t)(full + one / 2);
     c = tc_open(dir, cap);
     struct stat m0, m1;
-    cr_assert_eq(stat(top(dir, "manifest.json"), &m0), 0);
+    cr_assert_eq(stat(tc_top(dir, "manifest.json"), &m0), 0);
     tc_put(c, 1000, SIZE, NULL); /* crosses the cap: a compaction that evicts */
-    cr_assert_eq(stat(top(dir, "manifest.json"), &m1), 0);
+    cr_assert_eq(stat(tc_top(dir, "manifest.json"), &m1), 0);
     cr_assert(!same_manifest(&m0, &m1), "crossing the cap must compact");
     uint64_t after = kernels_bytes(dir);
     cr_expect_leq(after, (uint64_t)(cap - cap / 8), "evicted to %llu bytes of a %lld cap",
@@ -228,7 +222,7 @@ Test(journal, a_large_cache_at_its_cap_does_not_rescan_on_every_publish) {
     for (unsigned i = 1001; i < 1009; i++) {
         tc_put(c, i, SIZE, NULL);
         struct stat m;
-        cr_assert_eq(stat(top(dir, "manifest.json"), &m), 0);
+        cr_assert_eq(stat(tc_top(dir, "manifest.json"), &m), 0);
         cr_expect(same_manifest(&m1, &m), "publish %u under the cap rewrote manifest.json", i);
     }
     for (unsigned i = 1000; i < 1009; i++)
@@ -250,11 +244,11 @@ Test(journal, republishing_in_a_cache_full_to_its_cap_appends) {
     c = tc_open(dir, (int64_t)kernels_bytes(dir));
     tc_put(c, 0, SIZE, NULL);
     struct stat m0;
-    cr_assert_eq(stat(top(dir, "manifest.json"), &m0), 0);
+    cr_assert_eq(stat(tc_top(dir, "manifest.json"), &m0), 0);
     for (unsigned i = 1; i < 9; i++) {
         tc_put(c, i, SIZE, NULL);
         struct stat m;
-        cr_assert_eq(stat(top(dir, "manifest.json"), &m), 0);
+        cr_assert_eq(stat(tc_top(dir, "manifest.json"), &m), 0);
         cr_expect(same_manifest(&m0, &m), "publish %u rewrote manifest.json", i);
     }
     for (unsigned i = 0; i < 9; i++)
@@ -269,7 +263,7 @@ Test(journal, a_torn_last_line_is_ignored_reported_and_repaired) {
     jit__cache_t *c = tc_open(dir, 0);
     fill(c, 0, LARGE + 2);
     /* What a crash in the middle of the append's write() leaves. */
-    FILE *f = fopen(top(dir, "manifest.journal"), "a");
+    FILE *f = fopen(tc_top(dir, "manifest.journal"), "a");
     cr_assert_not_null(f);
     fputs("{\"put\": {\"hash\": \"0123", f);
     fclose(f);
@@ -291,7 +285,7 @@ Test(journal, a_publish_after_a_torn_line_is_not_lost) {
     char *dir = tc_mkdtemp("journal-torn-put");
     jit__cache_t *c = tc_open(dir, 0);
     fill(c, 0, LARGE);
-    FILE *f = fopen(top(dir, "manifest.journal"), "a");
+    FILE *f = fopen(tc_top(dir, "manifest.journal"), "a");
     cr_assert_not_null(f);
     fputs("{\"put\": {", f);
     fclose(f);
@@ -307,7 +301,7 @@ Test(journal, a_garbage_line_makes_list_rebuild_and_verify_report) {
     char *dir = tc_mkdtemp("journal-garbage");
     jit__cache_t *c = tc_open(dir, 0);
     fill(c, 0, LARGE + 1);
-    FILE *f = fopen(top(dir, "manifest.journal"), "a");
+    FILE *f = fopen(tc_top(dir, "manifest.journal"), "a");
     cr_assert_not_null(f);
     fputs("garbage\n", f);
     fclose(f);
@@ -322,10 +316,10 @@ Test(journal, clear_removes_it) {
     char *dir = tc_mkdtemp("journal-clear");
     jit__cache_t *c = tc_open(dir, 0);
     fill(c, 0, LARGE + 1);
-    cr_assert(tc_exists(top(dir, "manifest.journal")));
+    cr_assert(tc_exists(tc_top(dir, "manifest.journal")));
     size_t removed = 0;
     cr_assert_eq(jit__cache_clear(c, &removed, NULL), JIT_OK);
-    cr_expect_not(tc_exists(top(dir, "manifest.journal")));
+    cr_expect_not(tc_exists(tc_top(dir, "manifest.journal")));
     cr_expect_eq(list_count(c), 0);
     jit__cache_close(c);
     free(dir);

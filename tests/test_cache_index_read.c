@@ -21,12 +21,6 @@ TestSuite(index_read, .fini = tc_cleanup, .timeout = 300);
  * later publishes go to the journal. */
 #define LARGE 120
 
-static const char *top(const char *dir, const char *name) {
-    static char path[4200];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    return path;
-}
-
 /* index_read against index_load on the same files: same usability, same entries (every field,
  * times included). Returns index_read's `fast`. */
 static int read_both_and_compare(jit__cache_t *c, size_t *count) {
@@ -102,7 +96,7 @@ Test(index_read, the_index_the_cache_writes_is_read_without_jansson) {
         free(bin);
     }
     size_t len = 0;
-    free(jt_read_file(top(dir, "manifest.journal"), &len));
+    free(jt_read_file(tc_top(dir, "manifest.journal"), &len));
     cr_assert_gt(len, 1000, "the journal should hold the later publishes");
     cr_assert_eq(read_both_and_compare(c, &n), 1);
     cr_assert_eq(n, LARGE + 4);
@@ -137,7 +131,7 @@ Test(index_read, other_valid_text_gives_what_jansson_gives) {
         jit__cache_t *c = tc_open(dir, 0);
         for (unsigned i = 0; i < 3; i++)
             tc_put(c, i, SIZE, NULL);
-        edit(top(dir, "manifest.json"), k_cases[k].from, k_cases[k].to);
+        edit(tc_top(dir, "manifest.json"), k_cases[k].from, k_cases[k].to);
         size_t n = 0;
         int fast = read_both_and_compare(c, &n);
         cr_assert_eq(fast, k_cases[k].fast, "case %zu (%s): fast %d", k, k_cases[k].to, fast);
@@ -172,7 +166,7 @@ Test(index_read, damage_gets_the_jansson_verdict) {
         jit__cache_t *c = tc_open(dir, 0);
         for (unsigned i = 0; i < 3; i++)
             tc_put(c, i, SIZE, NULL);
-        edit(top(dir, k_cases[k].file), k_cases[k].from, k_cases[k].to);
+        edit(tc_top(dir, k_cases[k].file), k_cases[k].from, k_cases[k].to);
         size_t n = 0;
         cr_assert_eq(read_both_and_compare(c, &n), 0, "case %zu read fast", k);
         jit__cache_close(c);
@@ -197,7 +191,7 @@ Test(index_read, duplicate_or_unsorted_names_are_not_read_fast) {
     char from[64], to[64];
     snprintf(from, sizeof(from), "\"%s\": {", second);
     snprintf(to, sizeof(to), "\"%s\": {", first);
-    edit(top(dir, "manifest.json"), from, to);
+    edit(tc_top(dir, "manifest.json"), from, to);
     size_t n = 0;
     cr_assert_eq(read_both_and_compare(c, &n), 0);
     jit__cache_close(c);
