@@ -42,10 +42,13 @@ static jit_status_t check_plan(const jit__plan_t *plan, jit__diag_t *d) {
         (s->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU && wp->bn % 64))
         return jit__fail(d, JIT_PLAN_FAILED, "wgmma family: tile %dx%d is not one it supports",
                          wp->bm, wp->bn);
-    /* 384 threads start with 168 registers each; the consumers' setmaxnreg.inc waits until the
-     * producers' setmaxnreg.dec has given back what it asks, so asking more never returns. */
-    if (wp->route != JIT_WGMMA_DECODE &&
-        (168 - wp->producer_regs) * 128 < (wp->consumer_regs - 168) * 256)
+    /* One CTA per SM starts every thread with the register file's share (168 of 65536 at 384
+     * threads, in multiples of 8); the consumers' setmaxnreg.inc waits until the producers'
+     * setmaxnreg.dec has given back what it asks, so asking more never returns. The producer
+     * warpgroup is 128 threads, the consumers the rest. */
+    const int at_launch = 65536 / plan->threads / 8 * 8;
+    if ((at_launch - wp->producer_regs) * 128 <
+        (wp->consumer_regs - at_launch) * (plan->threads - 128))
         return jit__fail(d, JIT_PLAN_FAILED,
                          "wgmma family: setmaxnreg budgets %d/%d ask the consumers more registers "
                          "than the producers give back (the kernel would hang)",

@@ -132,7 +132,8 @@ struct Fp8WgmmaKernel {
     /* __launch_bounds__(384, 1) gives every thread 168 registers. setmaxnreg.inc waits until
      * the CTA's pool holds what it asks, and only the producers' setmaxnreg.dec fills the pool:
      * asking more than they give back waits forever (it hung the H200 at 48 / 232). */
-    static_assert((REGS_AT_LAUNCH - PRODUCER_REGS) * 128 >= (CONSUMER_REGS - REGS_AT_LAUNCH) * 256,
+    static_assert((REGS_AT_LAUNCH - PRODUCER_REGS) * (THREADS - CONSUMER_THREADS) >=
+                      (CONSUMER_REGS - REGS_AT_LAUNCH) * CONSUMER_THREADS,
                   "the consumers' setmaxnreg.inc asks more than the producers give back");
     static_assert(!PROMOTE || WAVES * BN <= 192, "promotion needs 2 x WAVES x BN/2 accumulators");
     static_assert(PROMOTE >= 0 && PROMOTE <= 2, "promotion mode");
