@@ -199,13 +199,13 @@ struct Fp8WgmmaKernel {
              * m-tile's rows instead of a box wholly outside the tensor: its results are never
              * stored, and every load it issues stays an ordinary, in-bounds one. */
             const int mt = min_of(mg * CLUSTER + w.rank, w.m_tiles - 1);
+            const int a_row = (int)tile_row0(mt, p.m);
             for (int kb = 0; kb < K_BLOCKS; kb++) {
                 /* First pass: parity phase^1 = 1 is "the phase before", complete at once. */
                 mbar_wait(empty_bar + stage * 8, phase ^ 1);
                 const u32 bar = full_bar + stage * 8;
                 mbar_arrive_expect_tx(bar, STAGE_BYTES);
-                tma_load_2d(smem + stage * A_BYTES, &p.tmap_a, bar, kb * BK,
-                            (int)tile_row0(mt, p.m));
+                tma_load_2d(smem + stage * A_BYTES, &p.tmap_a, bar, kb * BK, a_row);
                 const u32 b_dst = smem + STAGES * A_BYTES + stage * B_BYTES + w.rank * B_SLICE_BYTES;
                 const int b_row = nt * BN + w.rank * B_SLICE_ROWS;
                 if (CLUSTER == 1)
