@@ -190,14 +190,27 @@ static const jit__toolchain_t *auto_toolchain(void) {
     return tc;
 }
 
-Test(fp8_wgmma, compiles_for_sm_90a_without_spills_or_serialised_wgmma, .timeout = 600) {
+/* Every band's plan and epilogue, with the tile kernel's promotion `promote` (1, or 3 through
+ * JITGEMM_WGMMA_PROMOTE=halves), compiled by NVRTC + nvJitLink. */
+static void compile_every_band(int promote) {
     const jit__toolchain_t *tc = auto_toolchain();
     for (int band = 0; band < JIT_TOKEN_BANDS; band++) {
         for (size_t e = 0; e < 3; e++) {
             jit__plan_t p;
+            if (promote == 3)
+                setenv("JITGEMM_WGMMA_PROMOTE", "halves", 1);
             make_plan(band, 1176, 1552, k_epilogues[e], &p);
+            unsetenv("JITGEMM_WGMMA_PROMOTE");
+            const jit__wgmma_plan_t *wp = jit__wgmma_cof(&p);
+            if (wp->route == JIT_WGMMA_TILES)
+                cr_expect_eq(wp->promote, promote, "band %d", band);
             jit__key_t k;
             char *src = sm90_source(&p, &k);
+            if (wp->route == JIT_WGMMA_TILES) {
+                char field[16];
+                snprintf(field, sizeof field, " promote=%d ", promote);
+                cr_expect(strstr(k.text, field), "%s", k.text); /* a different kernel, key */
+            }
             jit__diag_t d;
             jit__diag_init(&d);
             jit__compiled_t c;
@@ -223,6 +236,16 @@ Test(fp8_wgmma, compiles_for_sm_90a_without_spills_or_serialised_wgmma, .timeout
             free(src);
         }
     }
+}
+
+Test(fp8_wgmma, compiles_for_sm_90a_without_spills_or_serialised_wgmma, .timeout = 600) {
+    compile_every_band(1);
+}
+
+/* The column-half promotion reads one half's partial while the other half's wgmmas run; ptxas
+ * accepts that only while nothing stays in flight past the block (C7514 otherwise). */
+Test(fp8_wgmma, promotion_in_halves_compiles_without_serialised_wgmma, .timeout = 600) {
+    compile_every_band(3);
 }
 
 /* The clusters-of-two kernel releases a stage in the peer CTA with a remote mbarrier arrive.

@@ -418,3 +418,22 @@ Test(gpu_fp8, wgmma_consumer_stores_linear, .timeout = 900) {
 Test(gpu_fp8, wgmma_consumer_stores_linear_swiglu, .timeout = 900) {
     run_consumer_stores(JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
 }
+
+/* The promotion in column halves (JITGEMM_WGMMA_PROMOTE=halves), every epilogue. */
+static void run_promotion_halves(jit_epilogue_t ep, int64_t n) {
+    setenv("JITGEMM_WGMMA_PROMOTE", "halves", 1);
+    run_epilogue("fp8_wgmma", ep, n);
+    unsetenv("JITGEMM_WGMMA_PROMOTE");
+}
+
+Test(gpu_fp8, wgmma_promotion_halves_linear, .timeout = 900) {
+    run_promotion_halves(JIT_EPILOGUE_LINEAR, 1001);
+}
+
+Test(gpu_fp8, wgmma_promotion_halves_linear_add, .timeout = 900) {
+    run_promotion_halves(JIT_EPILOGUE_LINEAR_ADD, 1176);
+}
+
+Test(gpu_fp8, wgmma_promotion_halves_linear_swiglu, .timeout = 900) {
+    run_promotion_halves(JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
+}

@@ -54,6 +54,11 @@ int jit__wgmma_store_warps(const jit__gemm_spec_t *spec) {
     return !(e && strcmp(e, "consumers") == 0);
 }
 
+int jit__wgmma_promote_mode(void) {
+    const char *e = getenv("JITGEMM_WGMMA_PROMOTE");
+    return e && strcmp(e, "halves") == 0 ? 3 : 1;
+}
+
 static int max_stages(const jit__gemm_spec_t *spec, int bm, int bn) {
     int store = jit__wgmma_store_warps(spec);
     int s = MAX_STAGES;
@@ -160,7 +165,7 @@ static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
         /* FP8 wgmma keeps about 14 bits of its running sum, so partial sums are promoted to
          * FP32 every 128 K, as torch._scaled_mm does by default; accumulating the whole K
          * inside wgmma measured 20-49 times the FP32 tolerance (docs/kernels-fp8-wgmma.md). */
-        wp->promote = 1;
+        wp->promote = jit__wgmma_promote_mode();
         wp->cluster = strcmp(w->route, k_routes[1]) == 0 ? 2 : 1;
         wp->store_warps = jit__wgmma_store_warps(&p->spec);
         p->smem_bytes = jit__wgmma_smem_bytes(wp->bm, wp->bn, wp->stages, p->spec.epilogue,

@@ -28,7 +28,8 @@ typedef struct jit__wgmma_plan {
     jit__wgmma_route_t route;
     int bm, bn;        /* tiles: BM rows of A (tokens), BN rows of B; decode: TOK, BW */
     int stages;        /* TMA ring depth */
-    int promote;       /* 0: accumulate the whole K in wgmma; 1: promote to FP32 every 128 K */
+    int promote;       /* 0: accumulate the whole K in wgmma; 1: promote to FP32 every 128 K;
+                          3: the same in two column halves (jit__wgmma_promote_mode) */
     int cluster;       /* CTAs per cluster (1 or 2); with 2, B tiles are multicast */
     int group_m;       /* m-tiles per raster group */
     int producer_regs; /* setmaxnreg budgets */
@@ -56,6 +57,11 @@ uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages, jit_epilogue_t epilog
 /* Whether a tile plan of this spec uses the store-warp epilogue: linear and swiglu do, unless
  * JITGEMM_WGMMA_EPILOGUE=consumers asks for the consumers' own stores (a comparison switch). */
 int jit__wgmma_store_warps(const jit__gemm_spec_t *spec);
+
+/* The tile kernel's promotion: 1 (a whole 128-K block's partial added after its wgmmas), or 3
+ * with JITGEMM_WGMMA_PROMOTE=halves (two column halves, the first added while the second's
+ * wgmmas run). */
+int jit__wgmma_promote_mode(void);
 
 /* The same for the decode kernel (device/fp8_wgmma_decode.cuh). */
 uint32_t jit__wgmma_decode_smem_bytes(int bw, int tok, int stages, int ksub, int split);

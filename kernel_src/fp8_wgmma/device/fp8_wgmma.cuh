@@ -35,6 +35,8 @@
  *      and is added into FP32 registers after a full wgmma wait (one partial accumulator: two
  *      alternating ones make ptxas serialise the wgmmas, docs/kernels-fp8-wgmma.md).
  *   2  diagnostic: promotion after every k32 wgmma (slow; isolates the in-instruction error).
+ *   3  as 1, in two column halves committed as separate batches: the first half is added while
+ *      the second half's wgmmas run.
  */
 #ifndef JITGEMM_FP8_WGMMA_CUH
 #define JITGEMM_FP8_WGMMA_CUH
@@ -70,7 +72,8 @@ enum Fp8WgmmaEpilogue {
  * STAGES    depth of the TMA ring, >= 2; SMEM_BYTES must stay within 232448
  * N, K      problem size; K % 16 == 0, N even for swiglu
  * EPILOGUE  Fp8WgmmaEpilogue
- * PROMOTE   0 fast accumulation, 1 FP32 promotion every 128 K, 2 every 32 K (diagnostic, slow)
+ * PROMOTE   0 fast accumulation, 1 FP32 promotion every 128 K, 2 every 32 K (diagnostic, slow),
+ *           3 every 128 K in two column halves
  * GROUP_M   m-tile groups per raster group (>= 1)
  * PRODUCER_REGS / CONSUMER_REGS  setmaxnreg budgets: 40/232 or 24/240
  * STORE_WARPS  1: the store warps write D (linear and swiglu; not linear_add, whose residual
@@ -136,7 +139,7 @@ struct Fp8WgmmaKernel {
                       (CONSUMER_REGS - REGS_AT_LAUNCH) * CONSUMER_THREADS,
                   "the consumers' setmaxnreg.inc asks more than the producers give back");
     static_assert(!PROMOTE || WAVES * BN <= 192, "promotion needs 2 x WAVES x BN/2 accumulators");
-    static_assert(PROMOTE >= 0 && PROMOTE <= 2, "promotion mode");
+    static_assert(PROMOTE >= 0 && PROMOTE <= 3, "promotion mode");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
     static_assert(B_SLICE_ROWS % 8 == 0, "each multicast slice starts on a whole 1024-byte atom");
     static_assert(!STORE_WARPS || EPILOGUE != FP8W_EPI_LINEAR_ADD,
@@ -244,6 +247,43 @@ struct Fp8WgmmaKernel {
             reg_fence_all(acc[w]);
     }
 
+    /* Column half h of one wave's accumulators: registers [h * ACC/2, (h + 1) * ACC/2) hold
+     * columns [h * BN/2, (h + 1) * BN/2) (the m64nN layout puts columns 8j..8j+7 in registers
+     * 4j..4j+3), so an m64n(BN/2) wgmma on that half computes exactly those columns. */
+    typedef float Half[ACC / 2];
+    static __device__ __forceinline__ Half &half(float (&r)[ACC], int h) {
+        return *reinterpret_cast<Half *>(&r[h * (ACC / 2)]);
+    }
+
+    /* One 128-K block into column half h of the partials (PROMOTE == 3), committed as its own
+     * batch: the half's B rows start BN/2 rows (BN/2 x 128 bytes, whole 1024-byte swizzle
+     * atoms) into the stage's B tile. The caller fences the registers. */
+    static __device__ __forceinline__ void mma_half(float (&part)[WAVES][ACC], u64 da, u64 db,
+                                                    int h) {
+#pragma unroll
+        for (int kk = 0; kk < BK / 32; kk++) {
+#pragma unroll
+            for (int w = 0; w < WAVES; w++)
+                WgmmaFp8<BN / 2>::mma(half(part[w], h),
+                                      wgmma_desc_advance(da, w * 64 * BK + kk * 32),
+                                      wgmma_desc_advance(db, h * (BN / 2) * BK + kk * 32),
+                                      kk == 0 ? 0u : 1u);
+        }
+        wgmma_commit();
+    }
+
+    /* acc half h += part half h, once that half's batch has completed. */
+    static __device__ __forceinline__ void promote_half(float (&acc)[WAVES][ACC],
+                                                        float (&part)[WAVES][ACC], int h) {
+#pragma unroll
+        for (int w = 0; w < WAVES; w++) {
+            reg_fence_all(half(part[w], h));
+#pragma unroll
+            for (int i = 0; i < ACC / 2; i++)
+                acc[w][h * (ACC / 2) + i] += part[w][h * (ACC / 2) + i];
+        }
+    }
+
     /* One k32 step into a fresh accumulator (PROMOTE == 2 only). */
     static __device__ __forceinline__ void mma_k32(float (&acc)[WAVES][ACC], u64 da, u64 db) {
 #pragma unroll
@@ -279,7 +319,7 @@ struct Fp8WgmmaKernel {
         const u64 da0 = wgmma_desc_sw128(smem + cwg * WG_ROWS * BK);
         const u64 db0 = wgmma_desc_sw128(smem + STAGES * A_BYTES);
         int prev_stage = 0;
-        if (PROMOTE == 1 || PROMOTE == 2) {
+        if (PROMOTE) {
             /* Zeroed once per tile, so each block's promotion is a plain add, not a select of
              * "first block or not" on every accumulator. */
 #pragma unroll
@@ -308,6 +348,25 @@ struct Fp8WgmmaKernel {
                     }
                 }
                 release(empty_bar, stage, lane);
+            } else if (PROMOTE == 3) {
+                /* Two batches, one per column half: the first half's partial is added while the
+                 * second half's wgmmas still run, so only half of the promotion waits on an
+                 * empty tensor pipe (nothing stays in flight past the block: ptxas serialises
+                 * wgmmas left in flight across the loop, docs/kernels-fp8-wgmma.md). */
+#pragma unroll
+                for (int w = 0; w < WAVES; w++)
+                    reg_fence_all(part[w]);
+                wgmma_fence();
+                mma_half(part, da, db, 0);
+                mma_half(part, da, db, 1);
+                wgmma_wait<1>();
+                promote_half(acc, part, 0);
+                wgmma_wait<0>();
+#pragma unroll
+                for (int w = 0; w < WAVES; w++)
+                    reg_fence_all(half(part[w], 1));
+                release(empty_bar, stage, lane);
+                promote_half(acc, part, 1);
             } else if (PROMOTE) {
                 mma_block(part, da, db, true);
                 wgmma_wait<0>();
