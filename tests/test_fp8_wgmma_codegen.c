@@ -668,3 +668,30 @@ Test(fp8_wgmma, the_bands_either_side_of_128_tokens_plan_different_tiles) {
     cr_expect_eq(jit__wgmma_cof(&lo)->cluster, 1);
     cr_expect_neq(jit__wgmma_cof(&hi)->bn, 64);
 }
+
+/* JITGEMM_WGMMA_GROUP_M sets the raster groups of tile plans (and so their key); values outside
+ * 1..64 or not a whole number keep the default 8. */
+Test(fp8_wgmma, group_m_switch_reaches_plan_and_key) {
+    const struct {
+        const char *env;
+        int want;
+    } cases[] = {{NULL, 8}, {"16", 16}, {"1", 1}, {"64", 64}, {"0", 8}, {"65", 8}, {"12x", 8},
+                 {"", 8}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (cases[i].env)
+            setenv("JITGEMM_WGMMA_GROUP_M", cases[i].env, 1);
+        jit__plan_t p;
+        make_plan(5, 14336, 5120, JIT_EPILOGUE_LINEAR, &p);
+        unsetenv("JITGEMM_WGMMA_GROUP_M");
+        const jit__wgmma_plan_t *wp = jit__wgmma_cof(&p);
+        cr_assert_eq(wp->route, JIT_WGMMA_TILES);
+        cr_expect_eq(wp->group_m, cases[i].want, "JITGEMM_WGMMA_GROUP_M=%s",
+                     cases[i].env ? cases[i].env : "(unset)");
+        jit__key_t key;
+        char *src = sm90_source(&p, &key);
+        char field[32];
+        snprintf(field, sizeof field, " group_m=%d ", cases[i].want);
+        cr_expect(strstr(key.text, field), "%s", key.text);
+        free(src);
+    }
+}

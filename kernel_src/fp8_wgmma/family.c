@@ -54,6 +54,15 @@ int jit__wgmma_store_warps(const jit__gemm_spec_t *spec) {
     return !(e && strcmp(e, "consumers") == 0);
 }
 
+int jit__wgmma_group_m(void) {
+    const char *e = getenv("JITGEMM_WGMMA_GROUP_M");
+    if (!e || !*e)
+        return 8;
+    char *end = NULL;
+    long v = strtol(e, &end, 10);
+    return (*end == '\0' && v >= 1 && v <= 64) ? (int)v : 8;
+}
+
 int jit__wgmma_promote_mode(void) {
     const char *e = getenv("JITGEMM_WGMMA_PROMOTE");
     return e && strcmp(e, "halves") == 0 ? 3 : 1;
@@ -154,7 +163,7 @@ static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
     p->chosen = index;
     p->modelled_us = w->modelled_us;
     memset(wp, 0, sizeof(*wp));
-    wp->group_m = 8;
+    wp->group_m = jit__wgmma_group_m();
     wp->producer_regs = 40;
     wp->consumer_regs = 232;
     if (!jit__wgmma_decode_apply(p, w)) {

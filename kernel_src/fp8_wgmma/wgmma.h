@@ -63,6 +63,10 @@ int jit__wgmma_store_warps(const jit__gemm_spec_t *spec);
  * wgmmas run). */
 int jit__wgmma_promote_mode(void);
 
+/* M-groups per raster group of the tile kernel: 8, or JITGEMM_WGMMA_GROUP_M (1..64; anything
+ * else keeps 8), a comparison switch for the L2 reuse of the raster order. */
+int jit__wgmma_group_m(void);
+
 /* The same for the decode kernel (device/fp8_wgmma_decode.cuh). */
 uint32_t jit__wgmma_decode_smem_bytes(int bw, int tok, int stages, int ksub, int split);
 
