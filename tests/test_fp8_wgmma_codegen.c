@@ -84,7 +84,7 @@ Test(fp8_wgmma, the_model_picks_its_least_mean_slowdown) {
         cr_expect_eq(w->tile_m, wp->bm);
         cr_expect_eq(w->tile_n, wp->bn);
         cr_expect_eq(p.tile_n, wp->bn);
-        cr_expect_eq(wp->promote, 1);
+        cr_expect_eq(wp->promote, wp->route == JIT_WGMMA_DECODE ? 1 : 3);
         cr_expect_leq(wp->bn, 192);
         if (wp->route == JIT_WGMMA_DECODE)
             cr_expect_eq(p.smem_bytes, jit__wgmma_decode_smem_bytes(wp->bn, wp->bm, wp->stages,
@@ -123,7 +123,7 @@ Test(fp8_wgmma, plan_json_lists_the_candidates_and_the_choice) {
     cr_expect(json_is_integer(json_object_get(json_object_get(c0, "tile"), "n")));
     cr_expect_eq(json_integer_value(json_object_get(chosen, "index")), p.chosen);
     cr_expect(json_is_string(json_object_get(chosen, "reason")));
-    cr_expect_eq(json_integer_value(json_object_get(json_object_get(o, "wgmma"), "promote")), 1);
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(o, "wgmma"), "promote")), 3);
     cr_expect_str_eq(json_string_value(json_object_get(o, "family")), "fp8_wgmma");
     json_decref(o);
     free(text);
@@ -169,12 +169,12 @@ Test(fp8_wgmma, generated_text_instantiates_the_kernel_template) {
     make_plan(4, 5120, 17408, JIT_EPILOGUE_LINEAR_ADD, &p);
     jit__key_t k;
     char *src = sm90_source(&p, &k);
-    cr_expect(strstr(k.text, "family=fp8_wgmma") && strstr(k.text, " promote=1 "), "%s", k.text);
+    cr_expect(strstr(k.text, "family=fp8_wgmma") && strstr(k.text, " promote=3 "), "%s", k.text);
     const char *inc = strstr(src, "#include");
     cr_expect(inc && strncmp(inc, "#include \"fp8_wgmma/device/fp8_wgmma.cuh\"\n", 42) == 0);
     cr_expect(inc && !strstr(inc + 1, "#include"), "one include");
     cr_expect(strstr(src, k.text), "the key is quoted");
-    cr_expect(strstr(src, "FP8W_EPI_LINEAR_ADD, 1,"), "epilogue and promotion in the typedef");
+    cr_expect(strstr(src, "FP8W_EPI_LINEAR_ADD, 3,"), "epilogue and promotion in the typedef");
     cr_expect(strstr(src, "__launch_bounds__(Kernel::THREADS, 1)\njitgemm_fp8_wgmma(const "
                           "__grid_constant__ Fp8WgmmaParams p)"));
     cr_expect_null(strstr(src, "asm"), "no inline PTX in the generated text");
@@ -190,15 +190,15 @@ static const jit__toolchain_t *auto_toolchain(void) {
     return tc;
 }
 
-/* Every band's plan and epilogue, with the tile kernel's promotion `promote` (1, or 3 through
- * JITGEMM_WGMMA_PROMOTE=halves), compiled by NVRTC + nvJitLink. */
-static void compile_every_band(int promote) {
+/* Every band's plan and epilogue, with JITGEMM_WGMMA_PROMOTE=`mode` (NULL: unset) and so the
+ * tile kernel's promotion `promote`, compiled by NVRTC + nvJitLink. */
+static void compile_every_band(const char *mode, int promote) {
     const jit__toolchain_t *tc = auto_toolchain();
     for (int band = 0; band < JIT_TOKEN_BANDS; band++) {
         for (size_t e = 0; e < 3; e++) {
             jit__plan_t p;
-            if (promote == 3)
-                setenv("JITGEMM_WGMMA_PROMOTE", "halves", 1);
+            if (mode)
+                setenv("JITGEMM_WGMMA_PROMOTE", mode, 1);
             make_plan(band, 1176, 1552, k_epilogues[e], &p);
             unsetenv("JITGEMM_WGMMA_PROMOTE");
             const jit__wgmma_plan_t *wp = jit__wgmma_cof(&p);
@@ -238,14 +238,18 @@ static void compile_every_band(int promote) {
     }
 }
 
+/* The default promotion, in column halves, reads one half's partial while the other half's
+ * wgmmas run; ptxas accepts that only while nothing stays in flight past the block (C7514
+ * otherwise). */
 Test(fp8_wgmma, compiles_for_sm_90a_without_spills_or_serialised_wgmma, .timeout = 600) {
-    compile_every_band(1);
+    compile_every_band(NULL, 3);
 }
 
-/* The column-half promotion reads one half's partial while the other half's wgmmas run; ptxas
- * accepts that only while nothing stays in flight past the block (C7514 otherwise). */
-Test(fp8_wgmma, promotion_in_halves_compiles_without_serialised_wgmma, .timeout = 600) {
-    compile_every_band(3);
+/* The comparison forms: the whole block after one wait, and four column parts. */
+Test(fp8_wgmma, promotion_whole_and_quarters_compile_without_serialised_wgmma, .timeout = 900) {
+    compile_every_band("whole", 1);
+    compile_every_band("quarters", 4);
+    compile_every_band("halves", 3);
 }
 
 /* The clusters-of-two kernel releases a stage in the peer CTA with a remote mbarrier arrive.

@@ -65,7 +65,11 @@ int jit__wgmma_group_m(void) {
 
 int jit__wgmma_promote_mode(void) {
     const char *e = getenv("JITGEMM_WGMMA_PROMOTE");
-    return e && strcmp(e, "halves") == 0 ? 3 : 1;
+    if (e && strcmp(e, "whole") == 0)
+        return 1;
+    if (e && strcmp(e, "quarters") == 0)
+        return 4;
+    return 3;
 }
 
 static int max_stages(const jit__gemm_spec_t *spec, int bm, int bn) {
@@ -173,7 +177,9 @@ static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
         wp->stages = w->stages;
         /* FP8 wgmma keeps about 14 bits of its running sum, so partial sums are promoted to
          * FP32 every 128 K, as torch._scaled_mm does by default; accumulating the whole K
-         * inside wgmma measured 20-49 times the FP32 tolerance (docs/kernels-fp8-wgmma.md). */
+         * inside wgmma measured 20-49 times the FP32 tolerance (docs/kernels-fp8-wgmma.md).
+         * In two column halves by default: measured faster than the whole block on the H200
+         * (docs/performance.md). */
         wp->promote = jit__wgmma_promote_mode();
         wp->cluster = strcmp(w->route, k_routes[1]) == 0 ? 2 : 1;
         wp->store_warps = jit__wgmma_store_warps(&p->spec);

@@ -35,8 +35,9 @@
  *      and is added into FP32 registers after a full wgmma wait (one partial accumulator: two
  *      alternating ones make ptxas serialise the wgmmas, docs/kernels-fp8-wgmma.md).
  *   2  diagnostic: promotion after every k32 wgmma (slow; isolates the in-instruction error).
- *   3  as 1, in two column halves committed as separate batches: the first half is added while
- *      the second half's wgmmas run.
+ *   3  as 1, in two column halves committed as separate wgmma batches: the first half is added
+ *      while the second half's wgmmas run (the default);
+ *   4  the same in four column quarters.
  */
 #ifndef JITGEMM_FP8_WGMMA_CUH
 #define JITGEMM_FP8_WGMMA_CUH
@@ -73,7 +74,7 @@ enum Fp8WgmmaEpilogue {
  * N, K      problem size; K % 16 == 0, N even for swiglu
  * EPILOGUE  Fp8WgmmaEpilogue
  * PROMOTE   0 fast accumulation, 1 FP32 promotion every 128 K, 2 every 32 K (diagnostic, slow),
- *           3 every 128 K in two column halves
+ *           3 every 128 K in two column halves, 4 in four column quarters
  * GROUP_M   m-tile groups per raster group (>= 1)
  * PRODUCER_REGS / CONSUMER_REGS  setmaxnreg budgets: 40/232 or 24/240
  * STORE_WARPS  1: the store warps write D (linear and swiglu; not linear_add, whose residual
@@ -139,7 +140,7 @@ struct Fp8WgmmaKernel {
                       (CONSUMER_REGS - REGS_AT_LAUNCH) * CONSUMER_THREADS,
                   "the consumers' setmaxnreg.inc asks more than the producers give back");
     static_assert(!PROMOTE || WAVES * BN <= 192, "promotion needs 2 x WAVES x BN/2 accumulators");
-    static_assert(PROMOTE >= 0 && PROMOTE <= 3, "promotion mode");
+    static_assert(PROMOTE >= 0 && PROMOTE <= 4, "promotion mode");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
     static_assert(B_SLICE_ROWS % 8 == 0, "each multicast slice starts on a whole 1024-byte atom");
     static_assert(!STORE_WARPS || EPILOGUE != FP8W_EPI_LINEAR_ADD,
@@ -247,40 +248,60 @@ struct Fp8WgmmaKernel {
             reg_fence_all(acc[w]);
     }
 
-    /* Column half h of one wave's accumulators: registers [h * ACC/2, (h + 1) * ACC/2) hold
-     * columns [h * BN/2, (h + 1) * BN/2) (the m64nN layout puts columns 8j..8j+7 in registers
-     * 4j..4j+3), so an m64n(BN/2) wgmma on that half computes exactly those columns. */
-    typedef float Half[ACC / 2];
-    static __device__ __forceinline__ Half &half(float (&r)[ACC], int h) {
-        return *reinterpret_cast<Half *>(&r[h * (ACC / 2)]);
+    /* Column part h of PARTS of one wave's accumulators: registers [h * ACC/PARTS, ...) hold
+     * columns [h * BN/PARTS, (h + 1) * BN/PARTS) (the m64nN layout puts columns 8j..8j+7 in
+     * registers 4j..4j+3), so an m64n(BN/PARTS) wgmma on that part computes exactly those
+     * columns. */
+    enum : int { PARTS = PROMOTE == 4 ? 4 : 2 }; /* PROMOTE 3 and 4 only */
+    typedef float Part[ACC / PARTS];
+    static __device__ __forceinline__ Part &part_of(float (&r)[ACC], int h) {
+        return *reinterpret_cast<Part *>(&r[h * (ACC / PARTS)]);
     }
 
-    /* One 128-K block into column half h of the partials (PROMOTE == 3), committed as its own
-     * batch: the half's B rows start BN/2 rows (BN/2 x 128 bytes, whole 1024-byte swizzle
-     * atoms) into the stage's B tile. The caller fences the registers. */
-    static __device__ __forceinline__ void mma_half(float (&part)[WAVES][ACC], u64 da, u64 db,
+    /* One 128-K block into column part h of the partials (PROMOTE 3 and 4), committed as its
+     * own batch: the part's B rows start h * BN/PARTS rows (whole 1024-byte swizzle atoms of
+     * 8 rows) into the stage's B tile. The caller fences the registers. */
+    static __device__ __forceinline__ void mma_part(float (&part)[WAVES][ACC], u64 da, u64 db,
                                                     int h) {
 #pragma unroll
         for (int kk = 0; kk < BK / 32; kk++) {
 #pragma unroll
             for (int w = 0; w < WAVES; w++)
-                WgmmaFp8<BN / 2>::mma(half(part[w], h),
-                                      wgmma_desc_advance(da, w * 64 * BK + kk * 32),
-                                      wgmma_desc_advance(db, h * (BN / 2) * BK + kk * 32),
-                                      kk == 0 ? 0u : 1u);
+                WgmmaFp8<BN / PARTS>::mma(
+                    part_of(part[w], h), wgmma_desc_advance(da, w * 64 * BK + kk * 32),
+                    wgmma_desc_advance(db, h * (BN / PARTS) * BK + kk * 32), kk == 0 ? 0u : 1u);
         }
         wgmma_commit();
     }
 
-    /* acc half h += part half h, once that half's batch has completed. */
-    static __device__ __forceinline__ void promote_half(float (&acc)[WAVES][ACC],
+    /* Wait until at most `left` batches are in flight; `left` is a constant once the caller's
+     * loop is unrolled, and wait_group takes an immediate. */
+    static __device__ __forceinline__ void wgmma_wait_left(int left) {
+        switch (left) {
+        case 0:
+            wgmma_wait<0>();
+            break;
+        case 1:
+            wgmma_wait<1>();
+            break;
+        case 2:
+            wgmma_wait<2>();
+            break;
+        default:
+            wgmma_wait<3>();
+            break;
+        }
+    }
+
+    /* acc part h += part part h, once that part's batch has completed. */
+    static __device__ __forceinline__ void promote_part(float (&acc)[WAVES][ACC],
                                                         float (&part)[WAVES][ACC], int h) {
 #pragma unroll
         for (int w = 0; w < WAVES; w++) {
-            reg_fence_all(half(part[w], h));
+            reg_fence_all(part_of(part[w], h));
 #pragma unroll
-            for (int i = 0; i < ACC / 2; i++)
-                acc[w][h * (ACC / 2) + i] += part[w][h * (ACC / 2) + i];
+            for (int i = 0; i < ACC / PARTS; i++)
+                acc[w][h * (ACC / PARTS) + i] += part[w][h * (ACC / PARTS) + i];
         }
     }
 
@@ -348,25 +369,25 @@ struct Fp8WgmmaKernel {
                     }
                 }
                 release(empty_bar, stage, lane);
-            } else if (PROMOTE == 3) {
-                /* Two batches, one per column half: the first half's partial is added while the
-                 * second half's wgmmas still run, so only half of the promotion waits on an
-                 * empty tensor pipe (nothing stays in flight past the block: ptxas serialises
-                 * wgmmas left in flight across the loop, docs/kernels-fp8-wgmma.md). */
+            } else if (PROMOTE >= 3) {
+                /* One batch per column part: each part's partial is added while the later
+                 * parts' wgmmas still run, so only the last part's adds wait on an empty tensor
+                 * pipe (nothing stays in flight past the block: ptxas serialises wgmmas left in
+                 * flight across the loop, docs/kernels-fp8-wgmma.md). */
 #pragma unroll
                 for (int w = 0; w < WAVES; w++)
                     reg_fence_all(part[w]);
                 wgmma_fence();
-                mma_half(part, da, db, 0);
-                mma_half(part, da, db, 1);
-                wgmma_wait<1>();
-                promote_half(acc, part, 0);
-                wgmma_wait<0>();
 #pragma unroll
-                for (int w = 0; w < WAVES; w++)
-                    reg_fence_all(half(part[w], 1));
-                release(empty_bar, stage, lane);
-                promote_half(acc, part, 1);
+                for (int h = 0; h < PARTS; h++)
+                    mma_part(part, da, db, h);
+#pragma unroll
+                for (int h = 0; h < PARTS; h++) {
+                    wgmma_wait_left(PARTS - 1 - h);
+                    if (h == PARTS - 1)
+                        release(empty_bar, stage, lane);
+                    promote_part(acc, part, h);
+                }
             } else if (PROMOTE) {
                 mma_block(part, da, db, true);
                 wgmma_wait<0>();
