@@ -2,7 +2,7 @@
 # Prints the WgmmaFp8<N> specialisations of kernel_src/device/sm90.cuh: one per instruction
 # shape m64nNk32 (the asm operand list has N/2 accumulator registers, which a template cannot
 # spell). Paste the output over the specialisations there after changing the pattern.
-Ns = [8, 16, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 224, 256]
+Ns = [8, 16, 24, 32, 48, 64, 80, 96, 128, 160, 192, 224, 256]
 out = []
 for n in Ns:
     r = n // 2

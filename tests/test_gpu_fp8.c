@@ -419,8 +419,8 @@ Test(gpu_fp8, wgmma_consumer_stores_linear_swiglu, .timeout = 900) {
     run_consumer_stores(JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
 }
 
-/* The promotion's comparison forms (JITGEMM_WGMMA_PROMOTE): the whole block after one wait,
- * and four column parts; the default, two halves, runs in every test above. */
+/* The promotion's comparison form (JITGEMM_WGMMA_PROMOTE=whole): the whole block after one
+ * wait; the default, two halves, runs in every test above. */
 static void run_promotion(const char *mode, jit_epilogue_t ep, int64_t n) {
     setenv("JITGEMM_WGMMA_PROMOTE", mode, 1);
     run_epilogue("fp8_wgmma", ep, n);
@@ -433,12 +433,4 @@ Test(gpu_fp8, wgmma_promotion_whole_linear, .timeout = 900) {
 
 Test(gpu_fp8, wgmma_promotion_whole_linear_add, .timeout = 900) {
     run_promotion("whole", JIT_EPILOGUE_LINEAR_ADD, 1176);
-}
-
-Test(gpu_fp8, wgmma_promotion_quarters_linear, .timeout = 900) {
-    run_promotion("quarters", JIT_EPILOGUE_LINEAR, 1001);
-}
-
-Test(gpu_fp8, wgmma_promotion_quarters_linear_swiglu, .timeout = 900) {
-    run_promotion("quarters", JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
 }

@@ -260,20 +260,6 @@ template <> struct WgmmaFp8<32> {
     }
 };
 
-template <> struct WgmmaFp8<40> {
-    static __device__ __forceinline__ void mma(float (&d)[20], u64 desc_a, u64 desc_b, u32 scale_d) {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %22, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n40k32.f32.e4m3.e4m3 {"
-                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                     "%16, %17, %18, %19"
-                     "}, %20, %21, p, 1, 1;\n}\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                     "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                     "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
-                     : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-    }
-};
-
 template <> struct WgmmaFp8<48> {
     static __device__ __forceinline__ void mma(float (&d)[24], u64 desc_a, u64 desc_b, u32 scale_d) {
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"

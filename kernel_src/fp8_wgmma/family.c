@@ -67,8 +67,6 @@ int jit__wgmma_promote_mode(void) {
     const char *e = getenv("JITGEMM_WGMMA_PROMOTE");
     if (e && strcmp(e, "whole") == 0)
         return 1;
-    if (e && strcmp(e, "quarters") == 0)
-        return 4;
     return 3;
 }
 

@@ -29,7 +29,7 @@ typedef struct jit__wgmma_plan {
     int bm, bn;        /* tiles: BM rows of A (tokens), BN rows of B; decode: TOK, BW */
     int stages;        /* TMA ring depth */
     int promote;       /* 0: accumulate the whole K in wgmma; 1: promote to FP32 every 128 K;
-                          3 / 4: the same in two / four column parts (jit__wgmma_promote_mode) */
+                          3: the same in two column halves (jit__wgmma_promote_mode) */
     int cluster;       /* CTAs per cluster (1 or 2); with 2, B tiles are multicast */
     int group_m;       /* m-tiles per raster group */
     int producer_regs; /* setmaxnreg budgets */
@@ -60,7 +60,7 @@ int jit__wgmma_store_warps(const jit__gemm_spec_t *spec);
 
 /* The tile kernel's promotion of each 128-K block: 3, in two column halves, the first added
  * while the second's wgmmas run (the default); JITGEMM_WGMMA_PROMOTE=whole gives 1 (the whole
- * block added after one wait) and =quarters 4 (four column parts), comparison switches. */
+ * block added after one wait), a comparison switch. */
 int jit__wgmma_promote_mode(void);
 
 /* M-groups per raster group of the tile kernel: 8, or JITGEMM_WGMMA_GROUP_M (1..64; anything

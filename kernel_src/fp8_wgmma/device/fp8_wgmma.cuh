@@ -36,8 +36,7 @@
  *      alternating ones make ptxas serialise the wgmmas, docs/kernels-fp8-wgmma.md).
  *   2  diagnostic: promotion after every k32 wgmma (slow; isolates the in-instruction error).
  *   3  as 1, in two column halves committed as separate wgmma batches: the first half is added
- *      while the second half's wgmmas run (the default);
- *   4  the same in four column quarters.
+ *      while the second half's wgmmas run (the default).
  */
 #ifndef JITGEMM_FP8_WGMMA_CUH
 #define JITGEMM_FP8_WGMMA_CUH
@@ -74,7 +73,7 @@ enum Fp8WgmmaEpilogue {
  * N, K      problem size; K % 16 == 0, N even for swiglu
  * EPILOGUE  Fp8WgmmaEpilogue
  * PROMOTE   0 fast accumulation, 1 FP32 promotion every 128 K, 2 every 32 K (diagnostic, slow),
- *           3 every 128 K in two column halves, 4 in four column quarters
+ *           3 every 128 K in two column halves
  * GROUP_M   m-tile groups per raster group (>= 1)
  * PRODUCER_REGS / CONSUMER_REGS  setmaxnreg budgets: 40/232 or 24/240
  * STORE_WARPS  1: the store warps write D (linear and swiglu; not linear_add, whose residual
@@ -140,7 +139,7 @@ struct Fp8WgmmaKernel {
                       (CONSUMER_REGS - REGS_AT_LAUNCH) * CONSUMER_THREADS,
                   "the consumers' setmaxnreg.inc asks more than the producers give back");
     static_assert(!PROMOTE || WAVES * BN <= 192, "promotion needs 2 x WAVES x BN/2 accumulators");
-    static_assert(PROMOTE >= 0 && PROMOTE <= 4, "promotion mode");
+    static_assert(PROMOTE >= 0 && PROMOTE <= 3, "promotion mode");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
     static_assert(B_SLICE_ROWS % 8 == 0, "each multicast slice starts on a whole 1024-byte atom");
     static_assert(!STORE_WARPS || EPILOGUE != FP8W_EPI_LINEAR_ADD,
@@ -252,13 +251,13 @@ struct Fp8WgmmaKernel {
      * columns [h * BN/PARTS, (h + 1) * BN/PARTS) (the m64nN layout puts columns 8j..8j+7 in
      * registers 4j..4j+3), so an m64n(BN/PARTS) wgmma on that part computes exactly those
      * columns. */
-    enum : int { PARTS = PROMOTE == 4 ? 4 : 2 }; /* PROMOTE 3 and 4 only */
+    enum : int { PARTS = 2 }; /* PROMOTE 3; four parts measured 13% slower (shared memory) */
     typedef float Part[ACC / PARTS];
     static __device__ __forceinline__ Part &part_of(float (&r)[ACC], int h) {
         return *reinterpret_cast<Part *>(&r[h * (ACC / PARTS)]);
     }
 
-    /* One 128-K block into column part h of the partials (PROMOTE 3 and 4), committed as its
+    /* One 128-K block into column part h of the partials (PROMOTE 3), committed as its
      * own batch: the part's B rows start h * BN/PARTS rows (whole 1024-byte swizzle atoms of
      * 8 rows) into the stage's B tile. The caller fences the registers. */
     static __device__ __forceinline__ void mma_part(float (&part)[WAVES][ACC], u64 da, u64 db,
@@ -277,20 +276,10 @@ struct Fp8WgmmaKernel {
     /* Wait until at most `left` batches are in flight; `left` is a constant once the caller's
      * loop is unrolled, and wait_group takes an immediate. */
     static __device__ __forceinline__ void wgmma_wait_left(int left) {
-        switch (left) {
-        case 0:
+        if (left == 0)
             wgmma_wait<0>();
-            break;
-        case 1:
+        else
             wgmma_wait<1>();
-            break;
-        case 2:
-            wgmma_wait<2>();
-            break;
-        default:
-            wgmma_wait<3>();
-            break;
-        }
     }
 
     /* acc part h += part part h, once that part's batch has completed. */
@@ -369,7 +358,7 @@ struct Fp8WgmmaKernel {
                     }
                 }
                 release(empty_bar, stage, lane);
-            } else if (PROMOTE >= 3) {
+            } else if (PROMOTE == 3) {
                 /* One batch per column part: each part's partial is added while the later
                  * parts' wgmmas still run, so only the last part's adds wait on an empty tensor
                  * pipe (nothing stays in flight past the block: ptxas serialises wgmmas left in
