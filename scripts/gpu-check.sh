@@ -17,6 +17,7 @@
 # Environment: GPU_CHECK_BUDGET_S (default 480) bounds the whole run, each step's timeout is cut
 # to what is left; GPU_CHECK_SHAPES overrides the shape list ("op:n:k:tokens" words);
 # JITGEMM_COMMIT names the commit (else .gpu/commit written by fetch-gpu-debs.sh, else git).
+# GPU_CHECK_AB compares forms of a kernel (see ab_forms below).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,6 +47,17 @@ export ANCHOR_SHAPES="${GPU_CHECK_ANCHOR:-$DEFAULT_ANCHOR}"
 export SWEEP_SHAPES="${GPU_CHECK_SWEEP-linear:5120:17408:128 linear:5120:17408:1024 linear:5120:17408:4096 linear:14336:5120:4096}"
 export PROFILE_CANDIDATES="${GPU_CHECK_PROFILE-wgmma_tma:128x160 wgmma_tma_mc2:128x160}"
 export SANITIZE_CANDIDATES="${GPU_CHECK_SANITIZE-wgmma_tma:128x128 wgmma_tma_mc2:128x128 mma_sync}"
+# GPU_CHECK_AB: forms to compare, ";"-separated, each a label and the VAR=value words that make
+# it ("whole JITGEMM_WGMMA_PROMOTE=whole;halves"); each form's anchor runs in a fresh process,
+# the forms in alternation, GPU_CHECK_AB_ROUNDS times (default 2), over GPU_CHECK_AB_SHAPES
+# (default the 15 large-M points), and bench/ab_summary.py compares them.
+export AB_FORMS="${GPU_CHECK_AB:-}"
+export AB_ROUNDS="${GPU_CHECK_AB_ROUNDS:-2}"
+export AB_SHAPES="${GPU_CHECK_AB_SHAPES:-linear:5120:17408:1024 linear:5120:17408:4096 \
+linear:5120:17408:8192 linear:14336:5120:1024 linear:14336:5120:4096 linear:14336:5120:8192 \
+linear:34816:5120:1024 linear:34816:5120:4096 linear:34816:5120:8192 linear:6144:5120:1024 \
+linear:6144:5120:4096 linear:6144:5120:8192 linear:8192:8192:1024 linear:8192:8192:4096 \
+linear:8192:8192:8192}"
 export SANITIZE_PROBLEM="${GPU_CHECK_SANITIZE_PROBLEM:---op linear_add --n 1176 --k 1552 --tokens 600}"
 export PROFILE_PROBLEM="${GPU_CHECK_PROFILE_PROBLEM:---op linear --n 5120 --k 17408 --tokens 4096}"
 BUDGET_S="${GPU_CHECK_BUDGET_S:-480}"
@@ -287,6 +299,28 @@ smoke_candidates() {
     return "$rc"
 }
 
+# The A/B comparison (GPU_CHECK_AB): the anchor once per form and round, each in its own process
+# with the form's VAR=value words, into $OUT/ab/LABEL-ROUND.json; then bench/ab_summary.py writes
+# $OUT/ab.md. The documents travel as one $OUT/ab.tar (few files come back from the machine).
+ab_forms() {
+    local rnd form words label rc=0
+    mkdir -p "$OUT/ab"
+    IFS=';' read -r -a forms <<<"$AB_FORMS"
+    for ((rnd = 1; rnd <= AB_ROUNDS; rnd++)); do
+        for form in "${forms[@]}"; do
+            read -r -a words <<<"$form"
+            label="${words[0]}"
+            echo "--- A/B form $label, round $rnd: ${words[*]:1}"
+            env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 "${words[@]:1}" python3 \
+                "$ROOT/bench/torch_anchor.py" --lib "$BUILD/libjitgemm.so" --shapes "$AB_SHAPES" \
+                --out "$OUT/ab/$label-$rnd.json" >/dev/null || rc=1
+        done
+    done
+    python3 "$ROOT/bench/ab_summary.py" --md "$OUT/ab.md" "$OUT"/ab/*.json || rc=1
+    tar -C "$OUT" -cf "$OUT/ab.tar" ab && rm -rf "$OUT/ab"
+    return "$rc"
+}
+
 # The Python binding on PyTorch tensors (python/tests/gpu_cases.py: every epilogue at ragged M,
 # against FP64 and torch._scaled_mm, CUDA graph replay), with pytest when this host has it (then
 # gemm's argument checks run too), else through the plain runner. PyTorch brings its own CUDA
@@ -305,7 +339,7 @@ python_tests() {
 }
 
 export -f extract_deb unpack_debs build run_shapes benchmarks tee_to profile_candidates \
-    sanitize_candidates smoke_candidates python_tests
+    sanitize_candidates smoke_candidates python_tests ab_forms
 export ROOT OUT GPU_ROOT GPU_LIB BUILD
 export SHAPES_STR="${SHAPES[*]}"
 
@@ -340,6 +374,9 @@ main() {
     step torch_anchor "${GPU_CHECK_ANCHOR_S:-300}" env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 python3 \
         "$ROOT/bench/torch_anchor.py" --lib "$BUILD/libjitgemm.so" --shapes "$ANCHOR_SHAPES" \
         --out "$OUT/torch_anchor.json"
+    if [ -n "$AB_FORMS" ]; then
+        step ab "${GPU_CHECK_AB_S:-300}" tee_to "$OUT/ab.log" ab_forms
+    fi
     step python 120 tee_to "$OUT/python.log" python_tests
     if [ -n "$SANITIZE_CANDIDATES" ]; then
         step sanitize 150 sanitize_candidates
