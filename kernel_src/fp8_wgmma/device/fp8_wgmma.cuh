@@ -224,16 +224,23 @@ struct Fp8WgmmaKernel {
         }
     }
 
+    /* Open a batch of wgmmas on `acc`: the compiler may not move an access of its registers
+     * across this point, and wgmma.fence orders the warpgroup's earlier register writes before
+     * the wgmmas that read them. */
+    static __device__ __forceinline__ void open_batch(float (&acc)[WAVES][ACC]) {
+#pragma unroll
+        for (int w = 0; w < WAVES; w++)
+            reg_fence_all(acc[w]);
+        wgmma_fence();
+    }
+
     /* One 128-K block: 4 k32 steps for every wave of this warpgroup. scale_d == 0 on the first
      * step starts a fresh accumulation run. `da` and `db` describe the stage's A rows of this
      * warpgroup and its B tile; each step is one descriptor add further on (K-major, 128B
      * swizzle: the next 32 K bytes of a row start 32 bytes on, the next m64 wave 64 rows on). */
     static __device__ __forceinline__ void mma_block(float (&acc)[WAVES][ACC], u64 da, u64 db,
                                                      bool fresh) {
-#pragma unroll
-        for (int w = 0; w < WAVES; w++)
-            reg_fence_all(acc[w]);
-        wgmma_fence();
+        open_batch(acc);
 #pragma unroll
         for (int kk = 0; kk < BK / 32; kk++) {
 #pragma unroll
@@ -296,10 +303,7 @@ struct Fp8WgmmaKernel {
 
     /* One k32 step into a fresh accumulator (PROMOTE == 2 only). */
     static __device__ __forceinline__ void mma_k32(float (&acc)[WAVES][ACC], u64 da, u64 db) {
-#pragma unroll
-        for (int w = 0; w < WAVES; w++)
-            reg_fence_all(acc[w]);
-        wgmma_fence();
+        open_batch(acc);
 #pragma unroll
         for (int w = 0; w < WAVES; w++)
             WgmmaFp8<BN>::mma(acc[w], wgmma_desc_advance(da, w * 64 * BK), db, 0u);
@@ -363,10 +367,7 @@ struct Fp8WgmmaKernel {
                  * parts' wgmmas still run, so only the last part's adds wait on an empty tensor
                  * pipe (nothing stays in flight past the block: ptxas serialises wgmmas left in
                  * flight across the loop, docs/kernels-fp8-wgmma.md). */
-#pragma unroll
-                for (int w = 0; w < WAVES; w++)
-                    reg_fence_all(part[w]);
-                wgmma_fence();
+                open_batch(part);
 #pragma unroll
                 for (int h = 0; h < PARTS; h++)
                     mma_part(part, da, db, h);
