@@ -48,6 +48,10 @@ typedef struct jit__family {
      * registry reports if no later family takes the problem. */
     jit_status_t (*supports)(const jit__gemm_spec_t *spec, const jit__arch_profile_t *arch,
                              jit__diag_t *d);
+    /* Optional: check the family's comparison switches (environment variables that select
+     * another form of its kernels). A value it does not know fails planning outright, for
+     * every problem, instead of quietly building the default under the switch's name. */
+    jit_status_t (*check_switches)(jit__diag_t *d);
     /* Fill the plan; family, arch, spec, token_band and sm_count are already set. Pure. */
     jit_status_t (*plan)(jit__plan_t *plan, jit__diag_t *d);
     /* Optional, for families with a cost model: make the plan use candidate `index` of its own

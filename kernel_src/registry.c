@@ -145,6 +145,9 @@ jit_status_t jit__plan_make(const jit__gemm_spec_t *spec, int token_band, int sm
         return jit__fail(d, JIT_INVALID_ARGUMENT, "JITGEMM_FAMILY=%s names no family (known: %s)",
                          only, names);
     }
+    for (size_t i = 0; i < n; i++)
+        if (t[i]->check_switches && (st = t[i]->check_switches(d)) != JIT_OK)
+            return st;
     /* JITGEMM_FORCE_CANDIDATE=route:MxN takes that candidate whatever the model says, so the
      * sweep benchmark can time every candidate the models weigh. */
     const char *force = getenv("JITGEMM_FORCE_CANDIDATE");

@@ -672,14 +672,12 @@ Test(fp8_wgmma, the_bands_either_side_of_128_tokens_plan_different_tiles) {
     cr_expect_neq(jit__wgmma_cof(&hi)->bn, 64);
 }
 
-/* JITGEMM_WGMMA_GROUP_M sets the raster groups of tile plans (and so their key); values outside
- * 1..64 or not a whole number keep the default 8. */
+/* JITGEMM_WGMMA_GROUP_M sets the raster groups of tile plans (and so their key). */
 Test(fp8_wgmma, group_m_switch_reaches_plan_and_key) {
     const struct {
         const char *env;
         int want;
-    } cases[] = {{NULL, 8}, {"16", 16}, {"1", 1}, {"64", 64}, {"0", 8}, {"65", 8}, {"12x", 8},
-                 {"", 8}};
+    } cases[] = {{NULL, 8}, {"16", 16}, {"1", 1}, {"64", 64}, {"", 8}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (cases[i].env)
             setenv("JITGEMM_WGMMA_GROUP_M", cases[i].env, 1);
@@ -696,5 +694,50 @@ Test(fp8_wgmma, group_m_switch_reaches_plan_and_key) {
         snprintf(field, sizeof field, " group_m=%d ", cases[i].want);
         cr_expect(strstr(key.text, field), "%s", key.text);
         free(src);
+    }
+}
+
+/* A comparison switch with a value the family does not build fails planning with a message
+ * that names it, for every problem and architecture, rather than building the default under
+ * the switch's name (an A/B run would then compare the default with itself). */
+Test(fp8_wgmma, unknown_switch_values_are_refused) {
+    const struct {
+        const char *var, *value, *says;
+    } bad[] = {
+        {"JITGEMM_WGMMA_PROMOTE", "wholee", "expected halves (the default) or whole"},
+        {"JITGEMM_WGMMA_PROMOTE", "quarters", "expected halves"},
+        {"JITGEMM_WGMMA_EPILOGUE", "store", "expected consumers"},
+        {"JITGEMM_WGMMA_GROUP_M", "0", "from 1 to 64"},
+        {"JITGEMM_WGMMA_GROUP_M", "65", "from 1 to 64"},
+        {"JITGEMM_WGMMA_GROUP_M", "12x", "from 1 to 64"},
+        {"JITGEMM_WGMMA_GROUP_M", "x", "from 1 to 64"},
+    };
+    const char *arches[] = {"sm_90a", "sm_100a"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        for (size_t a = 0; a < 2; a++) {
+            setenv(bad[i].var, bad[i].value, 1);
+            jit__plan_t p;
+            jit__diag_t d;
+            jit_status_t st = try_plan(arches[a], 5, 14336, 5120, JIT_EPILOGUE_LINEAR, &p, &d);
+            unsetenv(bad[i].var);
+            cr_expect_eq(st, JIT_INVALID_ARGUMENT, "%s=%s on %s", bad[i].var, bad[i].value,
+                         arches[a]);
+            cr_expect(strstr(d.msg, bad[i].var) && strstr(d.msg, bad[i].value) &&
+                          strstr(d.msg, bad[i].says),
+                      "%s", d.msg);
+        }
+    }
+    /* The names the switches document are taken. */
+    const char *good[][2] = {{"JITGEMM_WGMMA_PROMOTE", "whole"},
+                             {"JITGEMM_WGMMA_PROMOTE", "halves"},
+                             {"JITGEMM_WGMMA_EPILOGUE", "consumers"},
+                             {"JITGEMM_WGMMA_GROUP_M", "32"}};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        setenv(good[i][0], good[i][1], 1);
+        jit__plan_t p;
+        jit__diag_t d;
+        jit_status_t st = try_plan("sm_90a", 5, 14336, 5120, JIT_EPILOGUE_LINEAR, &p, &d);
+        unsetenv(good[i][0]);
+        cr_expect_eq(st, JIT_OK, "%s=%s: %s", good[i][0], good[i][1], d.msg);
     }
 }

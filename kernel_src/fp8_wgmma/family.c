@@ -54,13 +54,17 @@ int jit__wgmma_store_warps(const jit__gemm_spec_t *spec) {
     return !(e && strcmp(e, "consumers") == 0);
 }
 
-int jit__wgmma_group_m(void) {
-    const char *e = getenv("JITGEMM_WGMMA_GROUP_M");
-    if (!e || !*e)
-        return 8;
+/* JITGEMM_WGMMA_GROUP_M's value, or 0 when it is not a whole number in 1..64. */
+static int group_m_value(const char *e) {
     char *end = NULL;
     long v = strtol(e, &end, 10);
-    return (*end == '\0' && v >= 1 && v <= 64) ? (int)v : 8;
+    return (end != e && *end == '\0' && v >= 1 && v <= 64) ? (int)v : 0;
+}
+
+int jit__wgmma_group_m(void) {
+    const char *e = getenv("JITGEMM_WGMMA_GROUP_M");
+    int v = e && *e ? group_m_value(e) : 0;
+    return v ? v : 8;
 }
 
 int jit__wgmma_promote_mode(void) {
@@ -68,6 +72,25 @@ int jit__wgmma_promote_mode(void) {
     if (e && strcmp(e, "whole") == 0)
         return 1;
     return 3;
+}
+
+/* The comparison switches name a form this family builds, or are unset (or empty). */
+static jit_status_t check_switches(jit__diag_t *d) {
+    const char *e = getenv("JITGEMM_WGMMA_PROMOTE");
+    if (e && *e && strcmp(e, "halves") != 0 && strcmp(e, "whole") != 0)
+        return jit__fail(d, JIT_INVALID_ARGUMENT,
+                         "JITGEMM_WGMMA_PROMOTE=%s: expected halves (the default) or whole", e);
+    e = getenv("JITGEMM_WGMMA_EPILOGUE");
+    if (e && *e && strcmp(e, "consumers") != 0)
+        return jit__fail(d, JIT_INVALID_ARGUMENT,
+                         "JITGEMM_WGMMA_EPILOGUE=%s: expected consumers (or unset, for the store "
+                         "warps)",
+                         e);
+    e = getenv("JITGEMM_WGMMA_GROUP_M");
+    if (e && *e && !group_m_value(e))
+        return jit__fail(d, JIT_INVALID_ARGUMENT,
+                         "JITGEMM_WGMMA_GROUP_M=%s: expected a whole number from 1 to 64", e);
+    return JIT_OK;
 }
 
 static int max_stages(const jit__gemm_spec_t *spec, int bm, int bn) {
@@ -543,6 +566,7 @@ const jit__family_t jit__family_fp8_wgmma = {
     .name = "fp8_wgmma",
     .kernel_name = "jitgemm_fp8_wgmma",
     .supports = supports,
+    .check_switches = check_switches,
     .plan = plan,
     .replan = replan,
     .key_fields = key_fields,

@@ -63,8 +63,9 @@ int jit__wgmma_store_warps(const jit__gemm_spec_t *spec);
  * block added after one wait), a comparison switch. */
 int jit__wgmma_promote_mode(void);
 
-/* M-groups per raster group of the tile kernel: 8, or JITGEMM_WGMMA_GROUP_M (1..64; anything
- * else keeps 8), a comparison switch for the L2 reuse of the raster order. */
+/* M-groups per raster group of the tile kernel: 8, or JITGEMM_WGMMA_GROUP_M (1..64), a
+ * comparison switch for the L2 reuse of the raster order. Planning refuses other values
+ * (the family's check_switches). */
 int jit__wgmma_group_m(void);
 
 /* The same for the decode kernel (device/fp8_wgmma_decode.cuh). */
