@@ -47,49 +47,62 @@ uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages, jit_epilogue_t epilog
     return ring + staging + 16u * (uint32_t)stages + 1024u;
 }
 
-int jit__wgmma_store_warps(const jit__gemm_spec_t *spec) {
-    if (spec->epilogue == JIT_EPILOGUE_LINEAR_ADD)
-        return 0;
-    const char *e = getenv("JITGEMM_WGMMA_EPILOGUE");
-    return !(e && strcmp(e, "consumers") == 0);
+/* The comparison switches (README's environment table). Each reads its variable and gives
+ * the form it names, the default when it is unset or empty, or -1 for a value this family does
+ * not build; check_switches refuses those before anything is planned, so the getters below
+ * never see -1 in a plan. */
+static int promote_switch(void) {
+    const char *e = getenv("JITGEMM_WGMMA_PROMOTE");
+    if (!e || !*e || strcmp(e, "halves") == 0)
+        return 3;
+    return strcmp(e, "whole") == 0 ? 1 : -1;
 }
 
-/* JITGEMM_WGMMA_GROUP_M's value, or 0 when it is not a whole number in 1..64. */
-static int group_m_value(const char *e) {
+/* 1: the consumers store D themselves; 0: the store warps (the default). */
+static int consumers_switch(void) {
+    const char *e = getenv("JITGEMM_WGMMA_EPILOGUE");
+    if (!e || !*e)
+        return 0;
+    return strcmp(e, "consumers") == 0 ? 1 : -1;
+}
+
+static int group_m_switch(void) {
+    const char *e = getenv("JITGEMM_WGMMA_GROUP_M");
+    if (!e || !*e)
+        return 8;
     char *end = NULL;
     long v = strtol(e, &end, 10);
-    return (end != e && *end == '\0' && v >= 1 && v <= 64) ? (int)v : 0;
+    return (end != e && *end == '\0' && v >= 1 && v <= 64) ? (int)v : -1;
+}
+
+int jit__wgmma_store_warps(const jit__gemm_spec_t *spec) {
+    return spec->epilogue != JIT_EPILOGUE_LINEAR_ADD && consumers_switch() != 1;
 }
 
 int jit__wgmma_group_m(void) {
-    const char *e = getenv("JITGEMM_WGMMA_GROUP_M");
-    int v = e && *e ? group_m_value(e) : 0;
-    return v ? v : 8;
+    int v = group_m_switch();
+    return v > 0 ? v : 8;
 }
 
 int jit__wgmma_promote_mode(void) {
-    const char *e = getenv("JITGEMM_WGMMA_PROMOTE");
-    if (e && strcmp(e, "whole") == 0)
-        return 1;
-    return 3;
+    int v = promote_switch();
+    return v > 0 ? v : 3;
 }
 
-/* The comparison switches name a form this family builds, or are unset (or empty). */
 static jit_status_t check_switches(jit__diag_t *d) {
-    const char *e = getenv("JITGEMM_WGMMA_PROMOTE");
-    if (e && *e && strcmp(e, "halves") != 0 && strcmp(e, "whole") != 0)
+    if (promote_switch() < 0)
         return jit__fail(d, JIT_INVALID_ARGUMENT,
-                         "JITGEMM_WGMMA_PROMOTE=%s: expected halves (the default) or whole", e);
-    e = getenv("JITGEMM_WGMMA_EPILOGUE");
-    if (e && *e && strcmp(e, "consumers") != 0)
+                         "JITGEMM_WGMMA_PROMOTE=%s: expected halves (the default) or whole",
+                         getenv("JITGEMM_WGMMA_PROMOTE"));
+    if (consumers_switch() < 0)
         return jit__fail(d, JIT_INVALID_ARGUMENT,
                          "JITGEMM_WGMMA_EPILOGUE=%s: expected consumers (or unset, for the store "
                          "warps)",
-                         e);
-    e = getenv("JITGEMM_WGMMA_GROUP_M");
-    if (e && *e && !group_m_value(e))
+                         getenv("JITGEMM_WGMMA_EPILOGUE"));
+    if (group_m_switch() < 0)
         return jit__fail(d, JIT_INVALID_ARGUMENT,
-                         "JITGEMM_WGMMA_GROUP_M=%s: expected a whole number from 1 to 64", e);
+                         "JITGEMM_WGMMA_GROUP_M=%s: expected a whole number from 1 to 64",
+                         getenv("JITGEMM_WGMMA_GROUP_M"));
     return JIT_OK;
 }
 
