@@ -403,34 +403,29 @@ Test(gpu_fp8, wgmma_decode_and_cluster_routes_linear_swiglu, .timeout = 900) {
     run_forced_routes(JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
 }
 
-/* The consumers' own stores (JITGEMM_WGMMA_EPILOGUE=consumers), which linear and swiglu leave
- * to the store warps by default; linear_add always takes this path and is covered above. */
-static void run_consumer_stores(jit_epilogue_t ep, int64_t n) {
-    setenv("JITGEMM_WGMMA_EPILOGUE", "consumers", 1);
+/* Every epilogue test above, with one comparison switch of the wgmma family set to `value`. */
+static void run_with_switch(const char *var, const char *value, jit_epilogue_t ep, int64_t n) {
+    setenv(var, value, 1);
     run_epilogue("fp8_wgmma", ep, n);
-    unsetenv("JITGEMM_WGMMA_EPILOGUE");
+    unsetenv(var);
 }
 
+/* The consumers' own stores (JITGEMM_WGMMA_EPILOGUE=consumers), which linear and swiglu leave
+ * to the store warps by default; linear_add always takes this path and is covered above. */
 Test(gpu_fp8, wgmma_consumer_stores_linear, .timeout = 900) {
-    run_consumer_stores(JIT_EPILOGUE_LINEAR, 1001);
+    run_with_switch("JITGEMM_WGMMA_EPILOGUE", "consumers", JIT_EPILOGUE_LINEAR, 1001);
 }
 
 Test(gpu_fp8, wgmma_consumer_stores_linear_swiglu, .timeout = 900) {
-    run_consumer_stores(JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
+    run_with_switch("JITGEMM_WGMMA_EPILOGUE", "consumers", JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
 }
 
 /* The promotion's comparison form (JITGEMM_WGMMA_PROMOTE=whole): the whole block after one
  * wait; the default, two halves, runs in every test above. */
-static void run_promotion(const char *mode, jit_epilogue_t ep, int64_t n) {
-    setenv("JITGEMM_WGMMA_PROMOTE", mode, 1);
-    run_epilogue("fp8_wgmma", ep, n);
-    unsetenv("JITGEMM_WGMMA_PROMOTE");
-}
-
 Test(gpu_fp8, wgmma_promotion_whole_linear, .timeout = 900) {
-    run_promotion("whole", JIT_EPILOGUE_LINEAR, 1001);
+    run_with_switch("JITGEMM_WGMMA_PROMOTE", "whole", JIT_EPILOGUE_LINEAR, 1001);
 }
 
 Test(gpu_fp8, wgmma_promotion_whole_linear_add, .timeout = 900) {
-    run_promotion("whole", JIT_EPILOGUE_LINEAR_ADD, 1176);
+    run_with_switch("JITGEMM_WGMMA_PROMOTE", "whole", JIT_EPILOGUE_LINEAR_ADD, 1176);
 }
