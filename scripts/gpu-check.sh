@@ -33,14 +33,14 @@ read -r -a SHAPES <<<"${GPU_CHECK_SHAPES:-$DEFAULT_SHAPES}"
 # prefill, middle and decode shapes of docs/performance.md.
 # Issue targets: decode T = 1, 4, 16 on two shapes (memory roofline), T = 128 and 512, and
 # T = 1024, 4096, 8192 at the five seed geometries (>= 1.10x torch), plus two epilogues.
-DEFAULT_ANCHOR="linear:5120:17408:1 linear:5120:17408:4 linear:5120:17408:16 \
-linear:8192:3584:1 linear:8192:3584:4 linear:8192:3584:16 \
-linear:5120:17408:128 linear:5120:17408:512 \
-linear:5120:17408:1024 linear:5120:17408:4096 linear:5120:17408:8192 \
+LARGE_M_SHAPES="linear:5120:17408:1024 linear:5120:17408:4096 linear:5120:17408:8192 \
 linear:14336:5120:1024 linear:14336:5120:4096 linear:14336:5120:8192 \
 linear:34816:5120:1024 linear:34816:5120:4096 linear:34816:5120:8192 \
 linear:6144:5120:1024 linear:6144:5120:4096 linear:6144:5120:8192 \
-linear:8192:8192:1024 linear:8192:8192:4096 linear:8192:8192:8192 \
+linear:8192:8192:1024 linear:8192:8192:4096 linear:8192:8192:8192"
+DEFAULT_ANCHOR="linear:5120:17408:1 linear:5120:17408:4 linear:5120:17408:16 \
+linear:8192:3584:1 linear:8192:3584:4 linear:8192:3584:16 \
+linear:5120:17408:128 linear:5120:17408:512 $LARGE_M_SHAPES \
 linear_add:5120:5120:1024 linear_swiglu:27648:5120:1024"
 export ANCHOR_SHAPES="${GPU_CHECK_ANCHOR:-$DEFAULT_ANCHOR}"
 # The cost model's sweep (every candidate timed per cell) and the profiled candidates.
@@ -50,14 +50,10 @@ export SANITIZE_CANDIDATES="${GPU_CHECK_SANITIZE-wgmma_tma:128x128 wgmma_tma_mc2
 # GPU_CHECK_AB: forms to compare, ";"-separated, each a label and the VAR=value words that make
 # it ("whole JITGEMM_WGMMA_PROMOTE=whole;halves"); each form's anchor runs in a fresh process,
 # the forms in alternation, GPU_CHECK_AB_ROUNDS times (default 2), over GPU_CHECK_AB_SHAPES
-# (default the 15 large-M points), and bench/ab_summary.py compares them.
+# (default the 15 large-M points of the anchor), and bench/ab_summary.py compares them.
 export AB_FORMS="${GPU_CHECK_AB:-}"
 export AB_ROUNDS="${GPU_CHECK_AB_ROUNDS:-2}"
-export AB_SHAPES="${GPU_CHECK_AB_SHAPES:-linear:5120:17408:1024 linear:5120:17408:4096 \
-linear:5120:17408:8192 linear:14336:5120:1024 linear:14336:5120:4096 linear:14336:5120:8192 \
-linear:34816:5120:1024 linear:34816:5120:4096 linear:34816:5120:8192 linear:6144:5120:1024 \
-linear:6144:5120:4096 linear:6144:5120:8192 linear:8192:8192:1024 linear:8192:8192:4096 \
-linear:8192:8192:8192}"
+export AB_SHAPES="${GPU_CHECK_AB_SHAPES:-$LARGE_M_SHAPES}"
 export SANITIZE_PROBLEM="${GPU_CHECK_SANITIZE_PROBLEM:---op linear_add --n 1176 --k 1552 --tokens 600}"
 export PROFILE_PROBLEM="${GPU_CHECK_PROFILE_PROBLEM:---op linear --n 5120 --k 17408 --tokens 4096}"
 BUDGET_S="${GPU_CHECK_BUDGET_S:-480}"
