@@ -413,6 +413,11 @@ struct Fp8WgmmaKernel {
         }
     }
 
+    /* Whether D's rows allow 16-byte stores: every row starts on a 16-byte boundary. */
+    static __device__ __forceinline__ bool d_rows_16b(const Fp8WgmmaParams &p) {
+        return (p.ldd % 8 == 0) && (((u64)p.d & 15) == 0);
+    }
+
     /* Eight staged BF16 outputs to D at column gcol: one 16-byte store when D's rows allow it
      * and all eight lie below NOUT, else element by element up to NOUT. */
     static __device__ __forceinline__ void store_bf16x8(u16 *dst, const uint4 &v, int gcol,
@@ -453,7 +458,7 @@ struct Fp8WgmmaKernel {
                 rs[w][h] = r < m ? p.alpha * p.sa[r] : 0.0f;
             }
 
-        const bool d_vec = (p.ldd % 8 == 0) && (((u64)p.d & 15) == 0);
+        const bool d_vec = d_rows_16b(p);
         const bool r_vec = EPILOGUE == FP8W_EPI_LINEAR_ADD && (p.ldr % 2 == 0) &&
                            (((u64)p.residual & 3) == 0);
 
@@ -557,7 +562,7 @@ struct Fp8WgmmaKernel {
         float *scales = (float *)(smem_ptr + SCALES_OFFSET);
         const u8 *staging = smem_ptr + STAGING_OFFSET;
         const i64 m = p.m;
-        const bool d_vec = (p.ldd % 8 == 0) && (((u64)p.d & 15) == 0);
+        const bool d_vec = d_rows_16b(p);
         u32 parity = 0;
         for (int unit = w.first; unit < w.units; unit += w.stride) {
             int mg, nt;
