@@ -49,6 +49,26 @@ static void make_plan(int band, int64_t n, int64_t k, jit_epilogue_t ep, jit__pl
     cr_assert_eq(p->family, &jit__family_fp8_wgmma, "band %d planned by %s", band, p->family->name);
 }
 
+/* try_plan and make_plan with the environment variable `var` set to `value` (NULL: unset)
+ * while the problem is planned: the family's comparison switches. */
+static jit_status_t try_plan_with(const char *var, const char *value, const char *arch, int band,
+                                  int64_t n, int64_t k, jit_epilogue_t ep, jit__plan_t *p,
+                                  jit__diag_t *d) {
+    if (value)
+        setenv(var, value, 1);
+    jit_status_t st = try_plan(arch, band, n, k, ep, p, d);
+    unsetenv(var);
+    return st;
+}
+
+static void make_plan_with(const char *var, const char *value, int band, int64_t n, int64_t k,
+                           jit_epilogue_t ep, jit__plan_t *p) {
+    if (value)
+        setenv(var, value, 1);
+    make_plan(band, n, k, ep, p);
+    unsetenv(var);
+}
+
 Test(fp8_wgmma, takes_row_scaled_fp8_on_sm_90a_only) {
     jit__plan_t p;
     jit__diag_t d;
@@ -197,10 +217,7 @@ static void compile_every_band(const char *mode, int promote) {
     for (int band = 0; band < JIT_TOKEN_BANDS; band++) {
         for (size_t e = 0; e < 3; e++) {
             jit__plan_t p;
-            if (mode)
-                setenv("JITGEMM_WGMMA_PROMOTE", mode, 1);
-            make_plan(band, 1176, 1552, k_epilogues[e], &p);
-            unsetenv("JITGEMM_WGMMA_PROMOTE");
+            make_plan_with("JITGEMM_WGMMA_PROMOTE", mode, band, 1176, 1552, k_epilogues[e], &p);
             const jit__wgmma_plan_t *wp = jit__wgmma_cof(&p);
             if (wp->route == JIT_WGMMA_TILES)
                 cr_expect_eq(wp->promote, promote, "band %d", band);
@@ -602,11 +619,9 @@ Test(fp8_wgmma, decode_launch_matches_the_plan) {
 Test(fp8_wgmma, store_warps_for_linear_and_swiglu_only) {
     for (size_t e = 0; e < sizeof(k_epilogues) / sizeof(k_epilogues[0]); e++) {
         for (int consumers = 0; consumers < 2; consumers++) {
-            if (consumers)
-                setenv("JITGEMM_WGMMA_EPILOGUE", "consumers", 1);
             jit__plan_t p;
-            make_plan(5, 5120, 5120, k_epilogues[e], &p);
-            unsetenv("JITGEMM_WGMMA_EPILOGUE");
+            make_plan_with("JITGEMM_WGMMA_EPILOGUE", consumers ? "consumers" : NULL, 5, 5120,
+                           5120, k_epilogues[e], &p);
             const jit__wgmma_plan_t *wp = jit__wgmma_cof(&p);
             int want = !consumers && k_epilogues[e] != JIT_EPILOGUE_LINEAR_ADD;
             const char *what = jit_epilogue_name(k_epilogues[e]);
@@ -679,11 +694,9 @@ Test(fp8_wgmma, group_m_switch_reaches_plan_and_key) {
         int want;
     } cases[] = {{NULL, 8}, {"16", 16}, {"1", 1}, {"64", 64}, {"", 8}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (cases[i].env)
-            setenv("JITGEMM_WGMMA_GROUP_M", cases[i].env, 1);
         jit__plan_t p;
-        make_plan(5, 14336, 5120, JIT_EPILOGUE_LINEAR, &p);
-        unsetenv("JITGEMM_WGMMA_GROUP_M");
+        make_plan_with("JITGEMM_WGMMA_GROUP_M", cases[i].env, 5, 14336, 5120, JIT_EPILOGUE_LINEAR,
+                       &p);
         const jit__wgmma_plan_t *wp = jit__wgmma_cof(&p);
         cr_assert_eq(wp->route, JIT_WGMMA_TILES);
         cr_expect_eq(wp->group_m, cases[i].want, "JITGEMM_WGMMA_GROUP_M=%s",
@@ -715,11 +728,10 @@ Test(fp8_wgmma, unknown_switch_values_are_refused) {
     const char *arches[] = {"sm_90a", "sm_100a"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         for (size_t a = 0; a < 2; a++) {
-            setenv(bad[i].var, bad[i].value, 1);
             jit__plan_t p;
             jit__diag_t d;
-            jit_status_t st = try_plan(arches[a], 5, 14336, 5120, JIT_EPILOGUE_LINEAR, &p, &d);
-            unsetenv(bad[i].var);
+            jit_status_t st = try_plan_with(bad[i].var, bad[i].value, arches[a], 5, 14336, 5120,
+                                            JIT_EPILOGUE_LINEAR, &p, &d);
             cr_expect_eq(st, JIT_INVALID_ARGUMENT, "%s=%s on %s", bad[i].var, bad[i].value,
                          arches[a]);
             cr_expect(strstr(d.msg, bad[i].var) && strstr(d.msg, bad[i].value) &&
@@ -733,11 +745,10 @@ Test(fp8_wgmma, unknown_switch_values_are_refused) {
                              {"JITGEMM_WGMMA_EPILOGUE", "consumers"},
                              {"JITGEMM_WGMMA_GROUP_M", "32"}};
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-        setenv(good[i][0], good[i][1], 1);
         jit__plan_t p;
         jit__diag_t d;
-        jit_status_t st = try_plan("sm_90a", 5, 14336, 5120, JIT_EPILOGUE_LINEAR, &p, &d);
-        unsetenv(good[i][0]);
+        jit_status_t st = try_plan_with(good[i][0], good[i][1], "sm_90a", 5, 14336, 5120,
+                                        JIT_EPILOGUE_LINEAR, &p, &d);
         cr_expect_eq(st, JIT_OK, "%s=%s: %s", good[i][0], good[i][1], d.msg);
     }
 }
