@@ -629,9 +629,11 @@ Test(fp8_wgmma, store_warps_for_linear_and_swiglu_only) {
             cr_expect_eq(wp->producer_regs, 40);
             int out_cols = k_epilogues[e] == JIT_EPILOGUE_LINEAR_SWIGLU ? wp->bn / 2 : wp->bn;
             uint32_t ring = (uint32_t)(wp->stages * (wp->bm + wp->bn) * 128);
+            /* The consumers stage 32 columns per row: BF16, or FP32 for linear_add. */
+            uint32_t consumer_pitch = k_epilogues[e] == JIT_EPILOGUE_LINEAR_ADD ? 160u : 80u;
             uint32_t staging =
                 want ? (uint32_t)(wp->bm * (2 * out_cols + 16) + 4 * (wp->bm + wp->bn))
-                     : (uint32_t)(wp->bm * 80);
+                     : (uint32_t)wp->bm * consumer_pitch;
             cr_expect_eq(p.smem_bytes,
                          ring + staging + 8u * (2u * (uint32_t)wp->stages + (want ? 3u : 0u)) +
                              1024u,

@@ -143,14 +143,22 @@ static CUdeviceptr dev_upload(const jit__driver_t *drv, const void *host, size_t
 
 /* ---- one problem -------------------------------------------------------------------------- */
 
+/* 1: D's and the residual's rows start on 16-byte boundaries (strides padded to a multiple of 8
+ * plus a poisoned gap of 8), instead of the strides below that break that alignment. */
+static int g_rows_16b;
+
 static void run_case(jit_context_t *ctx, const jit__driver_t *drv, const jit__family_t *fam,
                      jit_epilogue_t ep, int64_t m, int64_t n, uint64_t seed) {
     const int64_t k = K_DIM;
     const int64_t nout = ep == JIT_EPILOGUE_LINEAR_SWIGLU ? n / 2 : n;
     const int64_t lda = k + 32, ldb = k;
     /* A poisoned gap after each row; odd strides for odd M. */
-    const int64_t ldd = nout + (m % 2 ? (nout % 2 ? 6 : 7) : (nout % 2 ? 7 : 6));
-    const int64_t ldr = n + (m % 2 ? 3 : 4);
+    int64_t ldd = nout + (m % 2 ? (nout % 2 ? 6 : 7) : (nout % 2 ? 7 : 6));
+    int64_t ldr = n + (m % 2 ? 3 : 4);
+    if (g_rows_16b) {
+        ldd = (nout + 7) / 8 * 8 + 8;
+        ldr = (n + 7) / 8 * 8 + 8;
+    }
     const float alpha = ep == JIT_EPILOGUE_LINEAR       ? 1.0f
                         : ep == JIT_EPILOGUE_LINEAR_ADD ? 0.75f
                                                         : 1.25f;
@@ -357,6 +365,15 @@ Test(gpu_fp8, wgmma_linear_against_fp64_reference, .timeout = 900) {
 
 Test(gpu_fp8, wgmma_linear_add_against_fp64_reference, .timeout = 900) {
     run_epilogue("fp8_wgmma", JIT_EPILOGUE_LINEAR_ADD, 1176);
+}
+
+/* linear_add with 16-byte aligned rows of D and the residual, which the strides above never
+ * give it: the epilogue's 16-byte residual path runs, and with N = 1001 the unit that straddles N
+ * goes element by element. */
+Test(gpu_fp8, wgmma_linear_add_aligned_rows_odd_n, .timeout = 900) {
+    g_rows_16b = 1;
+    run_epilogue("fp8_wgmma", JIT_EPILOGUE_LINEAR_ADD, 1001);
+    g_rows_16b = 0;
 }
 
 Test(gpu_fp8, wgmma_linear_swiglu_against_fp64_reference, .timeout = 900) {

@@ -35,7 +35,9 @@ uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages, jit_epilogue_t epilog
     /* The ring, then the epilogue staging, the barriers, and 1 KiB of slack so the kernel can
      * round its base up to the 1024-byte swizzle atom. Staging: with store warps the whole BF16
      * tile (BM rows of out_cols, plus a 16-byte pad) and the tile's BM + BN scales, and three
-     * more barriers; else two warpgroups x BM/2 rows x 80 bytes (32 BF16 columns plus a pad). */
+     * more barriers; else two warpgroups x BM/2 rows x 80 bytes (32 BF16 columns plus a pad), or
+     * for linear_add x 160 bytes (32 FP32 columns plus a pad: the residual is added after
+     * staging). */
     uint32_t ring = (uint32_t)stages * (uint32_t)(bm + bn) * BK;
     if (store_warps) {
         int out_cols = epilogue == JIT_EPILOGUE_LINEAR_SWIGLU ? bn / 2 : bn;
@@ -43,7 +45,7 @@ uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages, jit_epilogue_t epilog
         uint32_t scales = 4u * (uint32_t)(bm + bn);
         return ring + staging + scales + 8u * (2u * (uint32_t)stages + 3u) + 1024u;
     }
-    uint32_t staging = (uint32_t)bm * 80u;
+    uint32_t staging = (uint32_t)bm * (epilogue == JIT_EPILOGUE_LINEAR_ADD ? 160u : 80u);
     return ring + staging + 16u * (uint32_t)stages + 1024u;
 }
 

@@ -88,15 +88,18 @@ template <int BM, int BN, int STAGES, int N, int K, int EPILOGUE, int PROMOTE, i
 struct Fp8WgmmaKernel {
     enum : int {
         THREADS = 384,
-        BK = 128,                  /* K per stage: one 128-byte swizzle span per row */
-        WAVES = BM / 128,          /* m64 wgmma waves per consumer warpgroup */
-        WG_ROWS = BM / 2,          /* rows owned by one consumer warpgroup */
-        ACC = BN / 2,              /* f32 accumulator registers per wave and thread */
+        BK = 128,         /* K per stage: one 128-byte swizzle span per row */
+        WAVES = BM / 128, /* m64 wgmma waves per consumer warpgroup */
+        WG_ROWS = BM / 2, /* rows owned by one consumer warpgroup */
+        ACC = BN / 2,     /* f32 accumulator registers per wave and thread */
         NOUT = EPILOGUE == FP8W_EPI_LINEAR_SWIGLU ? N / 2 : N,
         TILE_NOUT = EPILOGUE == FP8W_EPI_LINEAR_SWIGLU ? BN / 2 : BN,
-        EPI_CH = 32,               /* output columns staged per epilogue chunk */
+        EPI_CH = 32, /* output columns staged per epilogue chunk */
         EPI_CH_IN = EPILOGUE == FP8W_EPI_LINEAR_SWIGLU ? 2 * EPI_CH : EPI_CH, /* acc columns */
-        EPI_PITCH = EPI_CH * 2 + 16, /* staged row bytes; the 16-byte pad spreads rows over banks */
+        /* Staged row bytes: EPI_CH BF16 values, or for linear_add EPI_CH FP32 values (the
+         * residual is added after staging, before the one rounding). The pad puts the rows one
+         * accumulator fragment writes on distinct banks. */
+        EPI_PITCH = EPILOGUE == FP8W_EPI_LINEAR_ADD ? EPI_CH * 4 + 32 : EPI_CH * 2 + 16,
         A_BYTES = BM * BK,
         B_BYTES = BN * BK,
         STAGE_BYTES = A_BYTES + B_BYTES,
@@ -111,7 +114,7 @@ struct Fp8WgmmaKernel {
         SMEM_BYTES = BAR_OFFSET + BAR_COUNT * 8 + 1024, /* + slack to align the base to 1024 */
         /* 168: the registers per thread at launch (__launch_bounds__(THREADS, 1)) */
         REGS_AT_LAUNCH = 65536 / THREADS / 8 * 8,
-        STORE_THREADS = 96,          /* warps 1..3 of the producer warpgroup */
+        STORE_THREADS = 96, /* warps 1..3 of the producer warpgroup */
         CONSUMER_THREADS = 256,
         K_BLOCKS = (K + BK - 1) / BK,
         N_TILES = (N + BN - 1) / BN,
@@ -433,7 +436,7 @@ struct Fp8WgmmaKernel {
         }
     }
 
-    /* ---- epilogue: scale, apply, round once to BF16, stage, coalesced stores ----
+    /* ---- epilogue (linear, swiglu): scale, apply, round once to BF16, stage, store ----
      * Accumulator layout (m64nBN f32): warp q of the warpgroup, lane = 4g + t holds rows
      * 16q + g (regs 4j, 4j+1) and 16q + g + 8 (regs 4j+2, 4j+3) at columns 8j + 2t, 8j + 2t + 1.
      * The tile is written in chunks of EPI_CH output columns through this warpgroup's staging
@@ -459,8 +462,6 @@ struct Fp8WgmmaKernel {
             }
 
         const bool d_vec = d_rows_16b(p);
-        const bool r_vec = EPILOGUE == FP8W_EPI_LINEAR_ADD && (p.ldr % 2 == 0) &&
-                           (((u64)p.residual & 3) == 0);
 
         /* The column scales of every column this thread holds, loaded in one batch before the
          * chunks: the warp syncs between chunks are memory clobbers, so loads left inside
@@ -480,7 +481,6 @@ struct Fp8WgmmaKernel {
 #pragma unroll
             for (int jj = 0; jj < EPI_CH_IN / 8; jj++) {
                 const int j = c * (EPI_CH_IN / 8) + jj;
-                const int col = n0 + 8 * j + 2 * t;
                 const float s0 = cs[j][0];
                 const float s1 = cs[j][1];
 #pragma unroll
@@ -495,21 +495,6 @@ struct Fp8WgmmaKernel {
                             *(u16 *)(staging + srow * EPI_PITCH + (4 * j + t - c * EPI_CH) * 2) =
                                 to_bf16(swiglu(v0, v1));
                         } else {
-                            if (EPILOGUE == FP8W_EPI_LINEAR_ADD) {
-                                const i64 r = row0 + srow;
-                                if (r < m && col < N) {
-                                    const u16 *rrow = p.residual + r * p.ldr;
-                                    if (r_vec && col + 1 < N) {
-                                        const u32 rv = *(const u32 *)(rrow + col);
-                                        v0 += bits_to_float(rv << 16);
-                                        v1 += bits_to_float(rv & 0xFFFF0000u);
-                                    } else {
-                                        v0 += bf16_to_float(rrow[col]);
-                                        if (col + 1 < N)
-                                            v1 += bf16_to_float(rrow[col + 1]);
-                                    }
-                                }
-                            }
                             *(u32 *)(staging + srow * EPI_PITCH + (8 * j + 2 * t - c * EPI_CH) * 2) =
                                 pack_bf16x2(v0, v1);
                         }
@@ -534,6 +519,133 @@ struct Fp8WgmmaKernel {
                         store_bf16x8(p.d + grow * p.ldd + gcol, v, gcol, d_vec);
                     }
                 }
+            /* The next chunk (or tile) overwrites this warp's rows of the staging buffer. */
+            __syncwarp();
+        }
+    }
+
+    /* 2 x BF16 (the low and high halves of a word) plus 2 x FP32, rounded once to 2 x BF16. */
+    static __device__ __forceinline__ u32 add_bf16x2(u32 r, float lo, float hi) {
+        return pack_bf16x2(lo + bits_to_float(r << 16), hi + bits_to_float(r & 0xFFFF0000u));
+    }
+
+    /* ---- epilogue (linear_add): scale, stage in FP32, add the residual, round, store ----
+     * As epilogue(), but the chunk is staged in FP32 and the residual is added in step 2, where
+     * each lane holds 8 consecutive columns of one row: the residual is read in whole 16-byte
+     * units (whole 32-byte sectors per row), where in the accumulator layout each load took 4
+     * bytes and a warp's load touched 8 half-used sectors. Every residual unit of the tile is
+     * loaded before the first chunk, so the tile waits out one memory latency, not one per
+     * chunk. The value stored is the scaled product plus the residual in FP32, rounded once.
+     *
+     * The 16-byte path is straight-line code under a predicate (ptxas's compile time grows
+     * with every branch in this unrolled function: docs/kernels-fp8-wgmma.md). What it cannot
+     * take goes element by element in a loop that is not unrolled, once per chunk: every unit
+     * when R's or D's rows are not 16-byte aligned, and the unit that straddles N when N % 8 is
+     * not 0 (N is a template parameter, so that test folds away when it is). */
+    static __device__ __forceinline__ void epilogue_add(const Fp8WgmmaParams &p,
+                                                        const float (&acc)[WAVES][ACC], u8 *staging,
+                                                        int mt, int nt, int cwg, int tid) {
+        enum : int {
+            UNITS = EPI_CH / 8,       /* 8-column units per staged row */
+            PASSES = 16 * UNITS / 32, /* units per lane and wave: the warp's 16 rows */
+            WAVE_UNITS = 16 * UNITS,  /* units of one warp and wave */
+            CHUNKS = TILE_NOUT / EPI_CH,
+        };
+        const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+        const i64 m = p.m;
+        const i64 row0 = tile_row0(mt, m) + cwg * WG_ROWS;
+        const i64 own0 = (i64)mt * BM; /* rows below are the last tile's */
+        const int n0 = nt * BN;
+        const bool vec = d_rows_16b(p) && (p.ldr % 8 == 0) && (((u64)p.residual & 15) == 0);
+
+        /* Residual unit (chunk c, wave w, pass it): row w * 64 + warp * 16 + u / UNITS of this
+         * warpgroup, columns (u % UNITS) * 8 .. + 7 of the chunk, u = lane + 32 * it. */
+        uint4 res[CHUNKS][WAVES][PASSES];
+#pragma unroll
+        for (int c = 0; c < CHUNKS; c++)
+#pragma unroll
+            for (int w = 0; w < WAVES; w++)
+#pragma unroll
+                for (int it = 0; it < PASSES; it++) {
+                    const int u = lane + 32 * it;
+                    const i64 grow = row0 + w * 64 + warp * 16 + u / UNITS;
+                    const int gcol = n0 + c * EPI_CH + (u % UNITS) * 8;
+                    res[c][w][it] = make_uint4(0u, 0u, 0u, 0u);
+                    if (vec && grow >= own0 && grow < m && gcol + 8 <= N)
+                        res[c][w][it] = *(const uint4 *)(p.residual + grow * p.ldr + gcol);
+                }
+
+        float rs[WAVES][2];
+#pragma unroll
+        for (int w = 0; w < WAVES; w++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const i64 r = row0 + w * 64 + warp * 16 + g + 8 * h;
+                rs[w][h] = r < m ? p.alpha * p.sa[r] : 0.0f;
+            }
+        float cs[ACC / 4][2];
+#pragma unroll
+        for (int j = 0; j < ACC / 4; j++) {
+            const int col = n0 + 8 * j + 2 * t;
+            cs[j][0] = col < N ? p.sb[col] : 0.0f;
+            cs[j][1] = col + 1 < N ? p.sb[col + 1] : 0.0f;
+        }
+
+#pragma unroll
+        for (int c = 0; c < CHUNKS; c++) {
+            /* 1. registers -> staging, FP32 */
+#pragma unroll
+            for (int jj = 0; jj < EPI_CH / 8; jj++) {
+                const int j = c * (EPI_CH / 8) + jj;
+#pragma unroll
+                for (int w = 0; w < WAVES; w++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int srow = w * 64 + warp * 16 + g + 8 * h;
+                        const float v0 = acc[w][4 * j + 2 * h] * rs[w][h] * cs[j][0];
+                        const float v1 = acc[w][4 * j + 2 * h + 1] * rs[w][h] * cs[j][1];
+                        *(float2 *)(staging + srow * EPI_PITCH + (8 * jj + 2 * t) * 4) =
+                            make_float2(v0, v1);
+                    }
+            }
+            __syncwarp();
+
+            /* 2. staging + residual -> BF16 -> D, 16 bytes a unit */
+#pragma unroll
+            for (int w = 0; w < WAVES; w++)
+#pragma unroll
+                for (int it = 0; it < PASSES; it++) {
+                    const int u = lane + 32 * it;
+                    const int r = w * 64 + warp * 16 + u / UNITS, cu = u % UNITS;
+                    const i64 grow = row0 + r;
+                    const int gcol = n0 + c * EPI_CH + cu * 8;
+                    if (vec && grow >= own0 && grow < m && gcol + 8 <= N) {
+                        const u8 *src = staging + r * EPI_PITCH + cu * 32;
+                        const float4 lo = *(const float4 *)src;
+                        const float4 hi = *(const float4 *)(src + 16);
+                        const uint4 rv = res[c][w][it];
+                        st_global_v4(p.d + grow * p.ldd + gcol, add_bf16x2(rv.x, lo.x, lo.y),
+                                     add_bf16x2(rv.y, lo.z, lo.w), add_bf16x2(rv.z, hi.x, hi.y),
+                                     add_bf16x2(rv.w, hi.z, hi.w));
+                    }
+                }
+            /* 2b. what the 16-byte path left: element by element */
+            if (!vec || (N % 8 != 0 && n0 + (c + 1) * EPI_CH > N)) {
+#pragma unroll 1
+                for (int u = lane; u < WAVES * WAVE_UNITS; u += 32) {
+                    const int r = u / WAVE_UNITS * 64 + warp * 16 + u % WAVE_UNITS / UNITS;
+                    const i64 grow = row0 + r;
+                    const int gcol = n0 + c * EPI_CH + u % UNITS * 8;
+                    if (grow < own0 || grow >= m || gcol >= N || (vec && gcol + 8 <= N))
+                        continue;
+                    const float *src = (const float *)(staging + r * EPI_PITCH) + u % UNITS * 8;
+                    const u16 *rrow = p.residual + grow * p.ldr + gcol;
+                    u16 *drow = p.d + grow * p.ldd + gcol;
+#pragma unroll 1
+                    for (int e = 0; e < 8 && gcol + e < N; e++)
+                        drow[e] = to_bf16(src[e] + bf16_to_float(rrow[e]));
+                }
+            }
             /* The next chunk (or tile) overwrites this warp's rows of the staging buffer. */
             __syncwarp();
         }
@@ -660,6 +772,8 @@ struct Fp8WgmmaKernel {
             if (STORE_WARPS) {
                 epilogue_staged(acc, smem_ptr, handoff_of(full_bar), tile_parity, cwg, tid);
                 tile_parity ^= 1;
+            } else if (EPILOGUE == FP8W_EPI_LINEAR_ADD) {
+                epilogue_add(p, acc, staging, mg * CLUSTER + w.rank, nt, cwg, tid);
             } else {
                 epilogue(p, acc, staging, mg * CLUSTER + w.rank, nt, cwg, tid);
             }
