@@ -131,7 +131,7 @@ typedef struct wgmma_model {
     double mma_flops_per_sm; /* wgmma FLOP/s per SM, all SMs busy */
     double sm_load;          /* operand bytes per second into one SM, all SMs busy */
     double idle_boost;       /* rates x (1 + idle_boost * share of idle SMs) */
-    double block_us;         /* per 128-K block: wgmma.wait_group and the promotion adds */
+    double block_us_per_col; /* per 128-K block and tile column: the exposed promotion adds */
     double zero_fill;        /* M < BM: A's loads x (1 + this x share of the box past M) */
     double cluster_block;    /* clusters of two: block time x this */
     double tile_overhead_us; /* per tile: pipeline fill and epilogue */
@@ -143,7 +143,11 @@ static const wgmma_model_t k_model = {
     .mma_flops_per_sm = 11.71e12,
     .sm_load = 147.8e9,
     .idle_boost = 0.671,
-    .block_us = 0.0718,
+    /* 0.0718 µs per block at BN = 128, fitted as a constant on the whole-block kernel; with the
+     * promotion in column halves the adds left exposed are the second half's, BN / 4 per thread,
+     * so the cost goes with BN (on the two sweeps of 7604d78 this one change took the choices
+     * from 22 and 23 of 26 cells within 5% of the fastest to 24 and 25: docs/performance.md). */
+    .block_us_per_col = 0.0718 / 128.0,
     .zero_fill = 2.60,
     .cluster_block = 1.016,
     .tile_overhead_us = 3.12,
@@ -160,7 +164,7 @@ static double tile_us(const wgmma_model_t *c, int bm, int bn, int cluster, doubl
     double t_block = (t_mma > t_load ? t_mma : t_load) * 1e6;
     if (cluster > 1)
         t_block *= c->cluster_block;
-    return k_blocks * (t_block + c->block_us) + c->tile_overhead_us;
+    return k_blocks * (t_block + c->block_us_per_col * bn) + c->tile_overhead_us;
 }
 
 static double modelled_us(const jit__plan_t *p, int bm, int bn, int cluster, int64_t m) {
