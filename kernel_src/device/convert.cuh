@@ -40,9 +40,13 @@ static __device__ __forceinline__ float exp2_approx(float x) {
     return r;
 }
 
-/* silu(g) * u with silu(x) = x / (1 + e^-x): the SwiGLU of one gate/up pair. */
+/* silu(g) * u with silu(x) = x / (1 + e^-x): the SwiGLU of one gate/up pair. The division is
+ * the fast one (reciprocal approximation and a multiply, 2 ulp): an IEEE division is a
+ * subroutine with a slow-path branch, and the 48 of a 128x192 tile's epilogue took 0.07 s of
+ * ptxas's time per kernel; 2 ulp of FP32 is far below the half BF16 ulp the result is rounded
+ * to. For 1 + e^-g past 2^126 (g < -87) it gives 0, where silu(g) is below 1e-36 in size. */
 static __device__ __forceinline__ float swiglu(float gate, float up) {
-    return gate / (1.0f + exp2_approx(-gate * 1.4426950408889634f)) * up;
+    return __fdividef(gate, 1.0f + exp2_approx(-gate * 1.4426950408889634f)) * up;
 }
 
 #endif /* JITGEMM_DEVICE_CONVERT_CUH */
