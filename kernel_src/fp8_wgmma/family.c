@@ -131,7 +131,8 @@ typedef struct wgmma_model {
     double mma_flops_per_sm; /* wgmma FLOP/s per SM, all SMs busy */
     double sm_load;          /* operand bytes per second into one SM, all SMs busy */
     double idle_boost;       /* rates x (1 + idle_boost * share of idle SMs) */
-    double block_us_per_col; /* per 128-K block and tile column: the exposed promotion adds */
+    double block_us;         /* per 128-K block: wgmma.wait_group and the promotion adds */
+    double wide_block_us;    /* per 128-K block and 32 tile columns past 128 */
     double zero_fill;        /* M < BM: A's loads x (1 + this x share of the box past M) */
     double cluster_block;    /* clusters of two: block time x this */
     double tile_overhead_us; /* per tile: pipeline fill and epilogue */
@@ -143,11 +144,14 @@ static const wgmma_model_t k_model = {
     .mma_flops_per_sm = 11.71e12,
     .sm_load = 147.8e9,
     .idle_boost = 0.671,
-    /* 0.0718 µs per block at BN = 128, fitted as a constant on the whole-block kernel; with the
-     * promotion in column halves the adds left exposed are the second half's, BN / 4 per thread,
-     * so the cost goes with BN (on the two sweeps of 7604d78 this one change took the choices
-     * from 22 and 23 of 26 cells within 5% of the fastest to 24 and 25: docs/performance.md). */
-    .block_us_per_col = 0.0718 / 128.0,
+    .block_us = 0.0718,
+    /* Past 128 columns a tile costs more per column than the MMA rate: on the H200 sweep of
+     * e9cfb33 at 1024 x 8192 x 8192 a 128-K block took 0.39, 0.45, 0.57 and 0.68 µs at BN 96,
+     * 128, 160 and 192 (0.06 per 32 columns up to 128, 0.10-0.13 past it). Those tiles keep
+     * 2 x BN/2 accumulators near the register limit and a shallower ring. Any value from 0.02
+     * to 0.06 chose within 5% of the fastest in 79-80 of the 84 cells of the three sweeps of
+     * the halves kernel, against 73 with none (docs/performance.md). */
+    .wide_block_us = 0.04,
     .zero_fill = 2.60,
     .cluster_block = 1.016,
     .tile_overhead_us = 3.12,
@@ -164,7 +168,8 @@ static double tile_us(const wgmma_model_t *c, int bm, int bn, int cluster, doubl
     double t_block = (t_mma > t_load ? t_mma : t_load) * 1e6;
     if (cluster > 1)
         t_block *= c->cluster_block;
-    return k_blocks * (t_block + c->block_us_per_col * bn) + c->tile_overhead_us;
+    double wide = bn > 128 ? c->wide_block_us * (bn - 128) / 32.0 : 0.0;
+    return k_blocks * (t_block + c->block_us + wide) + c->tile_overhead_us;
 }
 
 static double modelled_us(const jit__plan_t *p, int bm, int bn, int cluster, int64_t m) {
