@@ -148,10 +148,12 @@ static const wgmma_model_t k_model = {
     /* Past 128 columns a tile costs more per column than the MMA rate: on the H200 sweep of
      * e9cfb33 at 1024 x 8192 x 8192 a 128-K block took 0.39, 0.45, 0.57 and 0.68 µs at BN 96,
      * 128, 160 and 192 (0.06 per 32 columns up to 128, 0.10-0.13 past it). Those tiles keep
-     * 2 x BN/2 accumulators near the register limit and a shallower ring. Any value from 0.02
+     * 2 x BN/2 accumulators near the register limit and a shallower ring. Any value from 0.015
      * to 0.06 chose within 5% of the fastest in 79-80 of the 84 cells of the three sweeps of
-     * the halves kernel, against 73 with none (docs/performance.md). */
-    .wide_block_us = 0.04,
+     * the halves kernel, against 73 with none; the larger values move more large-M shapes to
+     * 128x128, which the anchor, timed against torch, measured slower than 128x160 and 128x192
+     * there (docs/performance.md), so the value is near the low end. */
+    .wide_block_us = 0.02,
     .zero_fill = 2.60,
     .cluster_block = 1.016,
     .tile_overhead_us = 3.12,
