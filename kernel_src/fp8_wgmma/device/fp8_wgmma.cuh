@@ -436,6 +436,32 @@ struct Fp8WgmmaKernel {
         }
     }
 
+    /* alpha * sa of the rows this thread holds in the accumulator layout (warp q, lane 4g + t:
+     * rows 16q + g and 16q + g + 8 of each wave, from the warpgroup's first row row0); rows
+     * past M get 0 and are never stored. */
+    static __device__ __forceinline__ void load_row_scales(const Fp8WgmmaParams &p, i64 row0,
+                                                           int warp, int g, float (&rs)[WAVES][2]) {
+#pragma unroll
+        for (int w = 0; w < WAVES; w++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const i64 r = row0 + w * 64 + warp * 16 + g + 8 * h;
+                rs[w][h] = r < p.m ? p.alpha * p.sa[r] : 0.0f;
+            }
+    }
+
+    /* sb of every column this thread holds (8j + 2t and 8j + 2t + 1 from the tile's first
+     * column n0), 0 past N. */
+    static __device__ __forceinline__ void load_col_scales(const Fp8WgmmaParams &p, int n0, int t,
+                                                           float (&cs)[ACC / 4][2]) {
+#pragma unroll
+        for (int j = 0; j < ACC / 4; j++) {
+            const int col = n0 + 8 * j + 2 * t;
+            cs[j][0] = col < N ? p.sb[col] : 0.0f;
+            cs[j][1] = col + 1 < N ? p.sb[col + 1] : 0.0f;
+        }
+    }
+
     /* ---- epilogue (linear, swiglu): scale, apply, round once to BF16, stage, store ----
      * Accumulator layout (m64nBN f32): warp q of the warpgroup, lane = 4g + t holds rows
      * 16q + g (regs 4j, 4j+1) and 16q + g + 8 (regs 4j+2, 4j+3) at columns 8j + 2t, 8j + 2t + 1.
@@ -451,15 +477,8 @@ struct Fp8WgmmaKernel {
         const i64 own0 = (i64)mt * BM;                      /* rows below are the last tile's */
         const int n0 = nt * BN;                             /* first acc column of the tile */
 
-        /* alpha * sa for this thread's rows; rows past M get 0 and are never stored. */
         float rs[WAVES][2];
-#pragma unroll
-        for (int w = 0; w < WAVES; w++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const i64 r = row0 + w * 64 + warp * 16 + g + 8 * h;
-                rs[w][h] = r < m ? p.alpha * p.sa[r] : 0.0f;
-            }
+        load_row_scales(p, row0, warp, g, rs);
 
         const bool d_vec = d_rows_16b(p);
 
@@ -468,12 +487,7 @@ struct Fp8WgmmaKernel {
          * a chunk could not be hoisted and each chunk would wait out one global-load latency.
          * (The promotion registers are dead here, so this costs no occupancy.) */
         float cs[ACC / 4][2];
-#pragma unroll
-        for (int j = 0; j < ACC / 4; j++) {
-            const int col = n0 + 8 * j + 2 * t;
-            cs[j][0] = col < N ? p.sb[col] : 0.0f;
-            cs[j][1] = col + 1 < N ? p.sb[col + 1] : 0.0f;
-        }
+        load_col_scales(p, n0, t, cs);
 
 #pragma unroll
         for (int c = 0; c < TILE_NOUT / EPI_CH; c++) {
@@ -576,20 +590,9 @@ struct Fp8WgmmaKernel {
                 }
 
         float rs[WAVES][2];
-#pragma unroll
-        for (int w = 0; w < WAVES; w++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const i64 r = row0 + w * 64 + warp * 16 + g + 8 * h;
-                rs[w][h] = r < m ? p.alpha * p.sa[r] : 0.0f;
-            }
+        load_row_scales(p, row0, warp, g, rs);
         float cs[ACC / 4][2];
-#pragma unroll
-        for (int j = 0; j < ACC / 4; j++) {
-            const int col = n0 + 8 * j + 2 * t;
-            cs[j][0] = col < N ? p.sb[col] : 0.0f;
-            cs[j][1] = col + 1 < N ? p.sb[col + 1] : 0.0f;
-        }
+        load_col_scales(p, n0, t, cs);
 
 #pragma unroll
         for (int c = 0; c < CHUNKS; c++) {
