@@ -41,6 +41,8 @@ def load_json(path):
     tokens and candidates: [(route, tile, microseconds)] of the candidates that were timed."""
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
+    # The document names the device but not the arch: sweeps run on the H200, sm_90a, the one
+    # arch whose kernels run here (--to-csv records it, so a CSV can say otherwise).
     meta = {"commit": doc.get("commit", "?"), "date": doc.get("date", "?"),
             "device": doc.get("device", "?"), "sms": int(doc.get("sms", 0)), "arch": "sm_90a"}
     cells = []

@@ -428,7 +428,8 @@ static void run_with_switch(const char *var, const char *value, jit_epilogue_t e
 }
 
 /* The consumers' own stores (JITGEMM_WGMMA_EPILOGUE=consumers), which linear and swiglu leave
- * to the store warps by default; linear_add always takes this path and is covered above. */
+ * to the store warps by default. linear_add's consumers always store, through an epilogue of
+ * their own (the residual is added in the store pass), covered above. */
 Test(gpu_fp8, wgmma_consumer_stores_linear, .timeout = 900) {
     run_with_switch("JITGEMM_WGMMA_EPILOGUE", "consumers", JIT_EPILOGUE_LINEAR, 1001);
 }
