@@ -239,13 +239,26 @@ tee_to() {
     return "${PIPESTATUS[0]}"
 }
 
+# item_env ITEM: the "VAR=value,VAR=value@" prefix of a profile or sanitizer item, as
+# space-separated words (none without an "@"), so that one run can set a comparison switch
+# ("JITGEMM_WGMMA_PROMOTE=pipelined@wgmma_tma:128x160").
+item_env() {
+    case "$1" in
+    *@*) local e="${1%%@*}" && echo "${e//,/ }" ;;
+    esac
+}
+
 # Nsight Compute on one problem per forced candidate: speed of light, warp states (stall
-# reasons) and the tensor pipe, for the performance notes. Clocks are left as found.
+# reasons) and the tensor pipe, for the performance notes. Clocks are left as found. An item is
+# "[VAR=value,...@]candidate".
 profile_candidates() {
-    local c rc=0
-    for c in $PROFILE_CANDIDATES; do
-        echo "--- ncu, candidate $c: $PROFILE_PROBLEM"
-        JITGEMM_FORCE_CANDIDATE="$c" ncu --clock-control none --kernel-name regex:jitgemm_ \
+    local item c rc=0
+    for item in $PROFILE_CANDIDATES; do
+        c="${item#*@}"
+        echo "--- ncu, candidate $c $(item_env "$item"): $PROFILE_PROBLEM"
+        # shellcheck disable=SC2046 # the VAR=value words split on purpose
+        env $(item_env "$item") JITGEMM_FORCE_CANDIDATE="$c" ncu --clock-control none \
+            --kernel-name regex:jitgemm_ \
             --launch-skip 2 --launch-count 1 --section SpeedOfLight --section WarpStateStats \
             --section ComputeWorkloadAnalysis --section Occupancy \
             --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
@@ -260,14 +273,17 @@ profile_candidates() {
 sanitize_candidates() {
     local item c opts tool rc=0
     for item in $SANITIZE_CANDIDATES; do
-        # "candidate" or "candidate|options,with,commas" (a problem of its own: the decode
+        # "[VAR=value,...@]candidate[|options,with,commas]" (a problem of its own: the decode
         # route takes only small M).
-        c="${item%%|*}"
+        c="${item#*@}"
+        c="${c%%|*}"
         opts="$SANITIZE_PROBLEM"
-        [ "$item" != "$c" ] && opts="${item#*|}" && opts="${opts//,/ }"
+        [[ "$item" == *"|"* ]] && opts="${item#*|}" && opts="${opts//,/ }"
         for tool in memcheck racecheck synccheck; do
-            echo "--- compute-sanitizer --tool $tool, candidate $c: $opts"
-            JITGEMM_FORCE_CANDIDATE="$c" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+            echo "--- compute-sanitizer --tool $tool, candidate $c $(item_env "$item"): $opts"
+            # shellcheck disable=SC2046 # the VAR=value words split on purpose
+            env $(item_env "$item") JITGEMM_FORCE_CANDIDATE="$c" compute-sanitizer \
+                --tool "$tool" --error-exitcode 99 \
                 "$BUILD/jitgemm" run $opts --iters 1 2>&1 |
                 grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error|error|PASS|FAIL|family"
             [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
@@ -334,7 +350,7 @@ python_tests() {
     fi
 }
 
-export -f extract_deb unpack_debs build run_shapes benchmarks tee_to profile_candidates \
+export -f extract_deb unpack_debs build run_shapes benchmarks tee_to item_env profile_candidates \
     sanitize_candidates smoke_candidates python_tests ab_forms
 export ROOT OUT GPU_ROOT GPU_LIB BUILD
 export SHAPES_STR="${SHAPES[*]}"
