@@ -447,24 +447,3 @@ Test(gpu_fp8, wgmma_promotion_whole_linear, .timeout = 900) {
 Test(gpu_fp8, wgmma_promotion_whole_linear_add, .timeout = 900) {
     run_with_switch("JITGEMM_WGMMA_PROMOTE", "whole", JIT_EPILOGUE_LINEAR_ADD, 1176);
 }
-
-/* The halves pipelined across K blocks (JITGEMM_WGMMA_PROMOTE=pipelined). K = 1552 is 13
- * blocks: three runs of four and one of one, the last with a 16-byte K tail. */
-Test(gpu_fp8, wgmma_promotion_pipelined_linear, .timeout = 900) {
-    run_with_switch("JITGEMM_WGMMA_PROMOTE", "pipelined", JIT_EPILOGUE_LINEAR, 1001);
-}
-
-Test(gpu_fp8, wgmma_promotion_pipelined_linear_add, .timeout = 900) {
-    run_with_switch("JITGEMM_WGMMA_PROMOTE", "pipelined", JIT_EPILOGUE_LINEAR_ADD, 1176);
-}
-
-Test(gpu_fp8, wgmma_promotion_pipelined_linear_swiglu, .timeout = 900) {
-    run_with_switch("JITGEMM_WGMMA_PROMOTE", "pipelined", JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
-}
-
-/* ... and with clusters of two, whose stages are released in both CTAs. */
-Test(gpu_fp8, wgmma_promotion_pipelined_cluster_routes, .timeout = 900) {
-    setenv("JITGEMM_WGMMA_PROMOTE", "pipelined", 1);
-    run_forced_routes(JIT_EPILOGUE_LINEAR_ADD, 1176);
-    unsetenv("JITGEMM_WGMMA_PROMOTE");
-}

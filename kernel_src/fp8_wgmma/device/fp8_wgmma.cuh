@@ -37,9 +37,6 @@
  *   2  diagnostic: promotion after every k32 wgmma (slow; isolates the in-instruction error).
  *   3  as 1, in two column halves committed as separate wgmma batches: the first half is added
  *      while the second half's wgmmas run (the default).
- *   4  as 3, with the halves pipelined across K blocks: the next block's first half is issued
- *      before this block's second half is added, so one batch is always queued on the tensor
- *      pipe; the pipeline drains once per PIPE_BLOCKS blocks instead of once per block.
  */
 #ifndef JITGEMM_FP8_WGMMA_CUH
 #define JITGEMM_FP8_WGMMA_CUH
@@ -76,7 +73,7 @@ enum Fp8WgmmaEpilogue {
  * N, K      problem size; K % 16 == 0, N even for swiglu
  * EPILOGUE  Fp8WgmmaEpilogue
  * PROMOTE   0 fast accumulation, 1 FP32 promotion every 128 K, 2 every 32 K (diagnostic, slow),
- *           3 every 128 K in two column halves, 4 as 3 pipelined across K blocks
+ *           3 every 128 K in two column halves
  * GROUP_M   m-tile groups per raster group (>= 1)
  * PRODUCER_REGS / CONSUMER_REGS  setmaxnreg budgets: 40/232 or 24/240
  * STORE_WARPS  1: the store warps write D (linear and swiglu; not linear_add, whose residual
@@ -145,7 +142,7 @@ struct Fp8WgmmaKernel {
                       (CONSUMER_REGS - REGS_AT_LAUNCH) * CONSUMER_THREADS,
                   "the consumers' setmaxnreg.inc asks more than the producers give back");
     static_assert(!PROMOTE || WAVES * BN <= 192, "promotion needs 2 x WAVES x BN/2 accumulators");
-    static_assert(PROMOTE >= 0 && PROMOTE <= 4, "promotion mode");
+    static_assert(PROMOTE >= 0 && PROMOTE <= 3, "promotion mode");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
     static_assert(B_SLICE_ROWS % 8 == 0, "each multicast slice starts on a whole 1024-byte atom");
     static_assert(!STORE_WARPS || EPILOGUE != FP8W_EPI_LINEAR_ADD,
@@ -264,13 +261,13 @@ struct Fp8WgmmaKernel {
      * columns [h * BN/PARTS, (h + 1) * BN/PARTS) (the m64nN layout puts columns 8j..8j+7 in
      * registers 4j..4j+3), so an m64n(BN/PARTS) wgmma on that part computes exactly those
      * columns. */
-    enum : int { PARTS = 2 }; /* PROMOTE 3, 4; four parts measured 13% slower (shared memory) */
+    enum : int { PARTS = 2 }; /* PROMOTE 3; four parts measured 13% slower (shared memory) */
     typedef float Part[ACC / PARTS];
     static __device__ __forceinline__ Part &part_of(float (&r)[ACC], int h) {
         return *reinterpret_cast<Part *>(&r[h * (ACC / PARTS)]);
     }
 
-    /* One 128-K block into column part h of the partials (PROMOTE 3, 4), committed as its
+    /* One 128-K block into column part h of the partials (PROMOTE 3), committed as its
      * own batch: the part's B rows start h * BN/PARTS rows (whole 1024-byte swizzle atoms of
      * 8 rows) into the stage's B tile. The caller fences the registers. */
     static __device__ __forceinline__ void mma_part(float (&part)[WAVES][ACC], u64 da, u64 db,
@@ -330,74 +327,24 @@ struct Fp8WgmmaKernel {
         }
     }
 
-    /* PROMOTE 4: the K blocks of one run, unrolled, each block's halves issued as
-     *   h0(kb) ... [h1(kb); wait h0(kb); add h0(kb); h0(kb + 1); wait h1(kb); add h1(kb)] ...
-     * so that while the consumers add one half, the other is queued or running on the tensor
-     * pipe. ptxas keeps such a pipeline only where it can give each block's partials registers
-     * of their own, which takes the blocks unrolled: rolled, it serialises every wgmma
-     * (C7514, "non wgmma instructions reading accumulator registers"), and all of K unrolled
-     * made ptxas take 8.5 s for K = 5120. Hence runs of PIPE_BLOCKS blocks, each drained at its
-     * end. The stage of block kb is released once both its halves have completed. */
-    enum : int { PIPE_BLOCKS = 4 };
-
-    static __device__ __forceinline__ void next_stage(int &stage, u32 &phase) {
-        if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1;
-        }
-    }
-
-    template <int BLOCKS>
-    static __device__ __forceinline__ void
-    pipelined_run(float (&acc)[WAVES][ACC], float (&part)[WAVES][ACC], u32 full_bar, u32 empty_bar,
-                  int lane, int &stage, u32 &phase, u64 da0, u64 db0) {
-        mbar_wait(full_bar + stage * 8, phase);
-        u64 da = wgmma_desc_advance(da0, stage * A_BYTES);
-        u64 db = wgmma_desc_advance(db0, stage * B_BYTES);
-        open_batch(part);
-        mma_part(part, da, db, 0);
-#pragma unroll
-        for (int b = 0; b < BLOCKS; b++) {
-            wgmma_fence();
-            mma_part(part, da, db, 1);
-            wgmma_wait<1>(); /* h0 of this block is done */
-            promote_part(acc, part, 0);
-            const int done_stage = stage;
-            next_stage(stage, phase);
-            if (b + 1 < BLOCKS) {
-                mbar_wait(full_bar + stage * 8, phase);
-                da = wgmma_desc_advance(da0, stage * A_BYTES);
-                db = wgmma_desc_advance(db0, stage * B_BYTES);
-                wgmma_fence();
-                mma_part(part, da, db, 0);
-                wgmma_wait<1>(); /* h1 of this block is done; the next h0 may run on */
-            } else {
-                wgmma_wait<0>();
-            }
-            release(empty_bar, done_stage, lane);
-            promote_part(acc, part, 1);
-        }
-    }
-
-    static __device__ __forceinline__ void
-    mainloop_pipelined(float (&acc)[WAVES][ACC], float (&part)[WAVES][ACC], u32 full_bar,
-                       u32 empty_bar, int lane, int &stage, u32 &phase, u64 da0, u64 db0) {
-        enum : int { RUNS = K_BLOCKS / PIPE_BLOCKS, REST = K_BLOCKS % PIPE_BLOCKS };
-#pragma unroll 1
-        for (int r = 0; r < RUNS; r++)
-            pipelined_run<PIPE_BLOCKS>(acc, part, full_bar, empty_bar, lane, stage, phase, da0,
-                                       db0);
-        if (REST)
-            pipelined_run<REST ? REST : 1>(acc, part, full_bar, empty_bar, lane, stage, phase, da0,
-                                           db0);
-    }
-
-    /* PROMOTE 0 to 3: one 128-K block at a time, waited for before the next is issued
-     * (PROMOTE 0 keeps one block in flight). */
-    static __device__ __forceinline__ void
-    mainloop_per_block(float (&acc)[WAVES][ACC], float (&part)[WAVES][ACC], u32 full_bar,
-                       u32 empty_bar, int lane, int &stage, u32 &phase, u64 da0, u64 db0) {
+    /* ---- consumer main loop for one tile: acc = A rows x B rows over all of K ---- */
+    static __device__ __forceinline__ void mainloop(float (&acc)[WAVES][ACC],
+                                                    float (&part)[WAVES][ACC], u32 smem,
+                                                    u32 full_bar, u32 empty_bar, int cwg, int lane,
+                                                    int &stage, u32 &phase) {
+        /* Descriptors of stage 0, built once; a stage is a descriptor add away. */
+        const u64 da0 = wgmma_desc_sw128(smem + cwg * WG_ROWS * BK);
+        const u64 db0 = wgmma_desc_sw128(smem + STAGES * A_BYTES);
         int prev_stage = 0;
+        if (PROMOTE) {
+            /* Zeroed once per tile, so each block's promotion is a plain add, not a select of
+             * "first block or not" on every accumulator. */
+#pragma unroll
+            for (int w = 0; w < WAVES; w++)
+#pragma unroll
+                for (int i = 0; i < ACC; i++)
+                    acc[w][i] = 0.0f;
+        }
         for (int kb = 0; kb < K_BLOCKS; kb++) {
             mbar_wait(full_bar + stage * 8, phase);
             const u64 da = wgmma_desc_advance(da0, stage * A_BYTES);
@@ -467,29 +414,6 @@ struct Fp8WgmmaKernel {
                 reg_fence_all(acc[w]);
             release(empty_bar, prev_stage, lane);
         }
-    }
-
-    /* ---- consumer main loop for one tile: acc = A rows x B rows over all of K ---- */
-    static __device__ __forceinline__ void mainloop(float (&acc)[WAVES][ACC],
-                                                    float (&part)[WAVES][ACC], u32 smem,
-                                                    u32 full_bar, u32 empty_bar, int cwg, int lane,
-                                                    int &stage, u32 &phase) {
-        /* Descriptors of stage 0, built once; a stage is a descriptor add away. */
-        const u64 da0 = wgmma_desc_sw128(smem + cwg * WG_ROWS * BK);
-        const u64 db0 = wgmma_desc_sw128(smem + STAGES * A_BYTES);
-        if (PROMOTE) {
-            /* Zeroed once per tile, so each block's promotion is a plain add, not a select of
-             * "first block or not" on every accumulator. */
-#pragma unroll
-            for (int w = 0; w < WAVES; w++)
-#pragma unroll
-                for (int i = 0; i < ACC; i++)
-                    acc[w][i] = 0.0f;
-        }
-        if (PROMOTE == 4)
-            mainloop_pipelined(acc, part, full_bar, empty_bar, lane, stage, phase, da0, db0);
-        else
-            mainloop_per_block(acc, part, full_bar, empty_bar, lane, stage, phase, da0, db0);
     }
 
     /* Whether D's rows allow 16-byte stores: every row starts on a 16-byte boundary. */
