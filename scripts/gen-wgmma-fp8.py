@@ -1,9 +1,7 @@
 #!/usr/bin/env python3
 # Prints the WgmmaFp8<N> specialisations of kernel_src/device/sm90.cuh: one per instruction
 # shape m64nNk32 (the asm operand list has N/2 accumulator registers, which a template cannot
-# spell). Paste the output over the specialisations there after changing the pattern. With
-# --rs it prints the WgmmaFp8Rs<N> ones instead (A from four registers per thread).
-import sys
+# spell). Paste the output over the specialisations there after changing the pattern.
 Ns = [8, 16, 24, 32, 48, 64, 80, 96, 128, 160, 192, 224, 256]
 out = []
 for n in Ns:
@@ -30,28 +28,4 @@ for n in Ns:
     out.append("    }")
     out.append("};")
     out.append("")
-if "--rs" in sys.argv:
-    out = []
-    for n in [32, 48, 64, 80, 96]:
-        r = n // 2
-        out.append("template <> struct WgmmaFp8Rs<%d> {" % n)
-        out.append("    static __device__ __forceinline__ void mma(float (&d)[%d], const u32 (&a)[4], u64 desc_b, u32 scale_d) {" % r)
-        out.append("        asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"" % (r + 5))
-        out.append("                     \"wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3 {\"" % n)
-        pieces = ["%%%d" % i for i in range(r)]
-        for i in range(0, r, 16):
-            chunk = ", ".join(pieces[i:i+16])
-            sep = ", " if i + 16 < r else ""
-            out.append("                     \"%s%s\"" % (chunk, sep))
-        out.append("                     \"}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1;\\n}\\n\"" % (r, r + 1, r + 2, r + 3, r + 4))
-        ops = ['"+f"(d[%d])' % i for i in range(r)]
-        lines = []
-        for i in range(0, r, 8):
-            lines.append("                     " + ", ".join(ops[i:i+8]) + ("," if i + 8 < r else ""))
-        out.append("                     : " + lines[0].strip())
-        out.extend(lines[1:])
-        out.append("                     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b), \"r\"(scale_d));")
-        out.append("    }")
-        out.append("};")
-        out.append("")
 print("\n".join(out))

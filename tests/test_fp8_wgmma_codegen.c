@@ -268,12 +268,6 @@ Test(fp8_wgmma, promotion_whole_compiles_without_serialised_wgmma, .timeout = 90
     compile_every_band("halves", 3);
 }
 
-/* The halves with A from registers (ldmatrix, then wgmma's register-A form): every band's
- * kernel assembles without spills or a serialised wgmma. */
-Test(fp8_wgmma, promotion_regs_compiles_without_serialised_wgmma, .timeout = 900) {
-    compile_every_band("regs", 4);
-}
-
 /* The clusters-of-two kernel releases a stage in the peer CTA with a remote mbarrier arrive.
  * `.release.cluster` there assembles to MEMBAR.ALL.GPU before the arrive, which made the kernel
  * 2-9x slower than the single-CTA one on the H200; the arrive is CTA-scoped instead. */
@@ -725,7 +719,7 @@ Test(fp8_wgmma, unknown_switch_values_are_refused) {
     const struct {
         const char *var, *value, *says;
     } bad[] = {
-        {"JITGEMM_WGMMA_PROMOTE", "wholee", "expected halves (the default), regs or whole"},
+        {"JITGEMM_WGMMA_PROMOTE", "wholee", "expected halves (the default) or whole"},
         {"JITGEMM_WGMMA_PROMOTE", "quarters", "expected halves"},
         {"JITGEMM_WGMMA_EPILOGUE", "store", "expected consumers"},
         {"JITGEMM_WGMMA_GROUP_M", "0", "from 1 to 64"},
@@ -750,7 +744,6 @@ Test(fp8_wgmma, unknown_switch_values_are_refused) {
     /* The names the switches document are taken. */
     const char *good[][2] = {{"JITGEMM_WGMMA_PROMOTE", "whole"},
                              {"JITGEMM_WGMMA_PROMOTE", "halves"},
-                             {"JITGEMM_WGMMA_PROMOTE", "regs"},
                              {"JITGEMM_WGMMA_EPILOGUE", "consumers"},
                              {"JITGEMM_WGMMA_GROUP_M", "32"}};
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {

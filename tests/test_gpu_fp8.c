@@ -447,23 +447,3 @@ Test(gpu_fp8, wgmma_promotion_whole_linear, .timeout = 900) {
 Test(gpu_fp8, wgmma_promotion_whole_linear_add, .timeout = 900) {
     run_with_switch("JITGEMM_WGMMA_PROMOTE", "whole", JIT_EPILOGUE_LINEAR_ADD, 1176);
 }
-
-/* The halves with A from registers (JITGEMM_WGMMA_PROMOTE=regs): ldmatrix of the 128B-swizzled
- * A rows into wgmma's register layout, for every epilogue, and with clusters of two. */
-Test(gpu_fp8, wgmma_promotion_regs_linear, .timeout = 900) {
-    run_with_switch("JITGEMM_WGMMA_PROMOTE", "regs", JIT_EPILOGUE_LINEAR, 1001);
-}
-
-Test(gpu_fp8, wgmma_promotion_regs_linear_add, .timeout = 900) {
-    run_with_switch("JITGEMM_WGMMA_PROMOTE", "regs", JIT_EPILOGUE_LINEAR_ADD, 1176);
-}
-
-Test(gpu_fp8, wgmma_promotion_regs_linear_swiglu, .timeout = 900) {
-    run_with_switch("JITGEMM_WGMMA_PROMOTE", "regs", JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
-}
-
-Test(gpu_fp8, wgmma_promotion_regs_cluster_routes, .timeout = 900) {
-    setenv("JITGEMM_WGMMA_PROMOTE", "regs", 1);
-    run_forced_routes(JIT_EPILOGUE_LINEAR_ADD, 1176);
-    unsetenv("JITGEMM_WGMMA_PROMOTE");
-}

@@ -57,8 +57,6 @@ static int promote_switch(void) {
     const char *e = getenv("JITGEMM_WGMMA_PROMOTE");
     if (!e || !*e || strcmp(e, "halves") == 0)
         return 3;
-    if (strcmp(e, "regs") == 0)
-        return 4;
     return strcmp(e, "whole") == 0 ? 1 : -1;
 }
 
@@ -96,7 +94,7 @@ int jit__wgmma_promote_mode(void) {
 static jit_status_t check_switches(jit__diag_t *d) {
     if (promote_switch() < 0)
         return jit__fail(d, JIT_INVALID_ARGUMENT,
-                         "JITGEMM_WGMMA_PROMOTE=%s: expected halves (the default), regs or whole",
+                         "JITGEMM_WGMMA_PROMOTE=%s: expected halves (the default) or whole",
                          getenv("JITGEMM_WGMMA_PROMOTE"));
     if (consumers_switch() < 0)
         return jit__fail(d, JIT_INVALID_ARGUMENT,

@@ -85,11 +85,9 @@ static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t
                        " *   decode route: weights on wgmma's M side, %d weight rows x %d tokens "
                        "per unit, K split %d ways, %d x 128 K bytes per stage\n",
                        wp->bn, wp->bm, wp->split, wp->ksub);
-    const char *accumulation = wp->promote == 4   ? "FP32-promoted (in 2 column parts, A from "
-                                                    "registers)"
-                               : wp->promote == 3 ? "FP32-promoted (in 2 column parts)"
-                               : wp->promote      ? "FP32-promoted"
-                                                  : "wgmma";
+    const char *accumulation = wp->promote == 3 ? "FP32-promoted (in 2 column parts)"
+                               : wp->promote    ? "FP32-promoted"
+                                                : "wgmma";
     jit__sb_printf(sb,
                    " *   CTA tile %d tokens x %d B rows x 128 K bytes, %d stages, %s "
                    "accumulation\n",

@@ -29,8 +29,7 @@ typedef struct jit__wgmma_plan {
     int bm, bn;        /* tiles: BM rows of A (tokens), BN rows of B; decode: TOK, BW */
     int stages;        /* TMA ring depth */
     int promote;       /* 0: accumulate the whole K in wgmma; 1: promote to FP32 every 128 K;
-                          3: the same in two column halves; 4: halves, A from registers
-                          (jit__wgmma_promote_mode) */
+                          3: the same in two column halves (jit__wgmma_promote_mode) */
     int cluster;       /* CTAs per cluster (1 or 2); with 2, B tiles are multicast */
     int group_m;       /* m-tiles per raster group */
     int producer_regs; /* setmaxnreg budgets */

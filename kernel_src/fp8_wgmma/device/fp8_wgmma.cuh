@@ -37,9 +37,6 @@
  *   2  diagnostic: promotion after every k32 wgmma (slow; isolates the in-instruction error).
  *   3  as 1, in two column halves committed as separate wgmma batches: the first half is added
  *      while the second half's wgmmas run (the default).
- *   4  as 3, with A from registers: each warp loads its rows of the block's A once with
- *      ldmatrix and both halves' wgmmas read them there, where with A in shared memory each
- *      half reads it again.
  */
 #ifndef JITGEMM_FP8_WGMMA_CUH
 #define JITGEMM_FP8_WGMMA_CUH
@@ -76,7 +73,7 @@ enum Fp8WgmmaEpilogue {
  * N, K      problem size; K % 16 == 0, N even for swiglu
  * EPILOGUE  Fp8WgmmaEpilogue
  * PROMOTE   0 fast accumulation, 1 FP32 promotion every 128 K, 2 every 32 K (diagnostic, slow),
- *           3 every 128 K in two column halves, 4 as 3 with A from registers
+ *           3 every 128 K in two column halves
  * GROUP_M   m-tile groups per raster group (>= 1)
  * PRODUCER_REGS / CONSUMER_REGS  setmaxnreg budgets: 40/232 or 24/240
  * STORE_WARPS  1: the store warps write D (linear and swiglu; not linear_add, whose residual
@@ -145,7 +142,7 @@ struct Fp8WgmmaKernel {
                       (CONSUMER_REGS - REGS_AT_LAUNCH) * CONSUMER_THREADS,
                   "the consumers' setmaxnreg.inc asks more than the producers give back");
     static_assert(!PROMOTE || WAVES * BN <= 192, "promotion needs 2 x WAVES x BN/2 accumulators");
-    static_assert(PROMOTE >= 0 && PROMOTE <= 4, "promotion mode");
+    static_assert(PROMOTE >= 0 && PROMOTE <= 3, "promotion mode");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
     static_assert(B_SLICE_ROWS % 8 == 0, "each multicast slice starts on a whole 1024-byte atom");
     static_assert(!STORE_WARPS || EPILOGUE != FP8W_EPI_LINEAR_ADD,
@@ -286,35 +283,6 @@ struct Fp8WgmmaKernel {
         wgmma_commit();
     }
 
-    /* PROMOTE 4: the byte offset in a stage's A tile of the row piece this lane addresses for
-     * ldmatrix_x4 at k32 step kk of the warpgroup's first wave. Matrix i = lane / 8 of the four
-     * is rows 8 (i % 2) .. + 7 of the warp's 16 and K bytes 16 (i / 2) .. + 15 of the step, so
-     * that registers 0..3 are wgmma's A fragment (rows r and r + 8, K bytes 4t .. 4t + 3 and
-     * 16 + 4t .., r = lane / 4, t = lane % 4: docs/kernels-fp8-wgmma.md); the 128B swizzle puts
-     * the 16-byte piece c of row `row` at piece c ^ (row % 8). The next wave is 64 rows on. */
-    static __device__ __forceinline__ void a_frag_offsets(int cwg, u32 (&off)[BK / 32]) {
-        const int lane = (int)threadIdx.x & 31, warp = ((int)threadIdx.x >> 5) & 3;
-        const int mat = lane >> 3, j = lane & 7;
-        const int row = cwg * WG_ROWS + 16 * warp + 8 * (mat & 1) + j;
-#pragma unroll
-        for (int kk = 0; kk < BK / 32; kk++)
-            off[kk] = (u32)(row * BK + (((2 * kk + (mat >> 1)) ^ j) * 16));
-    }
-
-    /* PROMOTE 4: as mma_part, A from the registers `a` (per k32 step and wave). */
-    static __device__ __forceinline__ void
-    mma_part_rs(float (&part)[WAVES][ACC], const u32 (&a)[BK / 32][WAVES][4], u64 db, int h) {
-#pragma unroll
-        for (int kk = 0; kk < BK / 32; kk++) {
-#pragma unroll
-            for (int w = 0; w < WAVES; w++)
-                WgmmaFp8Rs<BN / PARTS>::mma(part_of(part[w], h), a[kk][w],
-                                            wgmma_desc_advance(db, h * (BN / PARTS) * BK + kk * 32),
-                                            kk == 0 ? 0u : 1u);
-        }
-        wgmma_commit();
-    }
-
     /* Wait until at most `left` batches are in flight; `left` is a constant once the caller's
      * loop is unrolled, and wait_group takes an immediate. */
     static __device__ __forceinline__ void wgmma_wait_left(int left) {
@@ -368,9 +336,6 @@ struct Fp8WgmmaKernel {
         const u64 da0 = wgmma_desc_sw128(smem + cwg * WG_ROWS * BK);
         const u64 db0 = wgmma_desc_sw128(smem + STAGES * A_BYTES);
         int prev_stage = 0;
-        u32 a_off[BK / 32];
-        if (PROMOTE == 4)
-            a_frag_offsets(cwg, a_off);
         if (PROMOTE) {
             /* Zeroed once per tile, so each block's promotion is a plain add, not a select of
              * "first block or not" on every accumulator. */
@@ -400,25 +365,6 @@ struct Fp8WgmmaKernel {
                     }
                 }
                 release(empty_bar, stage, lane);
-            } else if (PROMOTE == 4) {
-                u32 a[BK / 32][WAVES][4];
-                const u32 a_stage = smem + stage * A_BYTES;
-#pragma unroll
-                for (int kk = 0; kk < BK / 32; kk++)
-#pragma unroll
-                    for (int w = 0; w < WAVES; w++)
-                        ldmatrix_x4(a[kk][w], a_stage + a_off[kk] + w * 64 * BK);
-                open_batch(part);
-#pragma unroll
-                for (int h = 0; h < PARTS; h++)
-                    mma_part_rs(part, a, db, h);
-#pragma unroll
-                for (int h = 0; h < PARTS; h++) {
-                    wgmma_wait_left(PARTS - 1 - h);
-                    if (h == PARTS - 1)
-                        release(empty_bar, stage, lane);
-                    promote_part(acc, part, h);
-                }
             } else if (PROMOTE == 3) {
                 /* One batch per column part: each part's partial is added while the later
                  * parts' wgmmas still run, so only the last part's adds wait on an empty tensor
