@@ -159,6 +159,28 @@ __device__ __forceinline__ void st_global_v4(void *p, u32 a, u32 b, u32 c, u32 d
                  : "memory");
 }
 
+/* st_global_v4 where `pred` holds, else nothing: a predicated store, not a branch around one
+ * (each branch region of an unrolled epilogue costs ptxas compile time). `p` need not be a
+ * valid address when `pred` is false. */
+__device__ __forceinline__ void st_global_v4_if(bool pred, void *p, u32 a, u32 b, u32 c, u32 d) {
+    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %5, 0;\n\t"
+                 "@q st.global.v4.b32 [%0], {%1, %2, %3, %4};\n\t}" ::"l"(p),
+                 "r"(a), "r"(b), "r"(c), "r"(d), "r"((u32)pred)
+                 : "memory");
+}
+
+/* 16 bytes from global memory where `pred` holds, else zeros; predicated as st_global_v4_if. */
+__device__ __forceinline__ uint4 ld_global_v4_if(bool pred, const void *p) {
+    uint4 v;
+    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %5, 0;\n\t"
+                 "mov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\tmov.b32 %2, 0;\n\tmov.b32 %3, 0;\n\t"
+                 "@q ld.global.v4.b32 {%0, %1, %2, %3}, [%4];\n\t}"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p), "r"((u32)pred)
+                 : "memory");
+    return v;
+}
+
 /* ---- wgmma ---- */
 
 /* Shared-memory matrix descriptor for a K-major tile written by TMA with 128-byte swizzle: rows of

@@ -417,8 +417,11 @@ struct Fp8WgmmaKernel {
     }
 
     /* Whether D's rows allow 16-byte stores: every row starts on a 16-byte boundary. */
+    static __device__ __forceinline__ bool rows_16b(const u16 *base, i64 ld) {
+        return (ld % 8 == 0) && (((u64)base & 15) == 0);
+    }
     static __device__ __forceinline__ bool d_rows_16b(const Fp8WgmmaParams &p) {
-        return (p.ldd % 8 == 0) && (((u64)p.d & 15) == 0);
+        return rows_16b(p.d, p.ldd);
     }
 
     /* Eight staged BF16 outputs to D at column gcol: one 16-byte store when D's rows allow it
@@ -570,7 +573,12 @@ struct Fp8WgmmaKernel {
         const i64 row0 = tile_row0(mt, m) + cwg * WG_ROWS;
         const i64 own0 = (i64)mt * BM; /* rows below are the last tile's */
         const int n0 = nt * BN;
-        const bool vec = d_rows_16b(p) && (p.ldr % 8 == 0) && (((u64)p.residual & 15) == 0);
+        /* In registers: the stores below are memory clobbers, after which fields of p would be
+         * read from parameter space again. */
+        const u16 *const residual = p.residual;
+        u16 *const dout = p.d;
+        const i64 ldr = p.ldr, ldd = p.ldd;
+        const bool vec = rows_16b(dout, ldd) && rows_16b(residual, ldr);
 
         /* Residual unit (chunk c, wave w, pass it): row w * 64 + warp * 16 + u / UNITS of this
          * warpgroup, columns (u % UNITS) * 8 .. + 7 of the chunk, u = lane + 32 * it. */
@@ -584,9 +592,9 @@ struct Fp8WgmmaKernel {
                     const int u = lane + 32 * it;
                     const i64 grow = row0 + w * 64 + warp * 16 + u / UNITS;
                     const int gcol = n0 + c * EPI_CH + (u % UNITS) * 8;
-                    res[c][w][it] = make_uint4(0u, 0u, 0u, 0u);
-                    if (vec && grow >= own0 && grow < m && gcol + 8 <= N)
-                        res[c][w][it] = *(const uint4 *)(p.residual + grow * p.ldr + gcol);
+                    res[c][w][it] =
+                        ld_global_v4_if(vec && grow >= own0 && grow < m && gcol + 8 <= N,
+                                        residual + grow * ldr + gcol);
                 }
 
         float rs[WAVES][2];
@@ -622,15 +630,14 @@ struct Fp8WgmmaKernel {
                     const int r = w * 64 + warp * 16 + u / UNITS, cu = u % UNITS;
                     const i64 grow = row0 + r;
                     const int gcol = n0 + c * EPI_CH + cu * 8;
-                    if (vec && grow >= own0 && grow < m && gcol + 8 <= N) {
-                        const u8 *src = staging + r * EPI_PITCH + cu * 32;
-                        const float4 lo = *(const float4 *)src;
-                        const float4 hi = *(const float4 *)(src + 16);
-                        const uint4 rv = res[c][w][it];
-                        st_global_v4(p.d + grow * p.ldd + gcol, add_bf16x2(rv.x, lo.x, lo.y),
-                                     add_bf16x2(rv.y, lo.z, lo.w), add_bf16x2(rv.z, hi.x, hi.y),
-                                     add_bf16x2(rv.w, hi.z, hi.w));
-                    }
+                    const u8 *src = staging + r * EPI_PITCH + cu * 32;
+                    const float4 lo = *(const float4 *)src;
+                    const float4 hi = *(const float4 *)(src + 16);
+                    const uint4 rv = res[c][w][it];
+                    st_global_v4_if(vec && grow >= own0 && grow < m && gcol + 8 <= N,
+                                    dout + grow * ldd + gcol, add_bf16x2(rv.x, lo.x, lo.y),
+                                    add_bf16x2(rv.y, lo.z, lo.w), add_bf16x2(rv.z, hi.x, hi.y),
+                                    add_bf16x2(rv.w, hi.z, hi.w));
                 }
             /* 2b. what the 16-byte path left: element by element */
             if (!vec || (N % 8 != 0 && n0 + (c + 1) * EPI_CH > N)) {
@@ -642,8 +649,8 @@ struct Fp8WgmmaKernel {
                     if (grow < own0 || grow >= m || gcol >= N || (vec && gcol + 8 <= N))
                         continue;
                     const float *src = (const float *)(staging + r * EPI_PITCH) + u % UNITS * 8;
-                    const u16 *rrow = p.residual + grow * p.ldr + gcol;
-                    u16 *drow = p.d + grow * p.ldd + gcol;
+                    const u16 *rrow = residual + grow * ldr + gcol;
+                    u16 *drow = dout + grow * ldd + gcol;
 #pragma unroll 1
                     for (int e = 0; e < 8 && gcol + e < N; e++)
                         drow[e] = to_bf16(src[e] + bf16_to_float(rrow[e]));
