@@ -241,7 +241,7 @@ tee_to() {
 
 # item_env ITEM: the "VAR=value,VAR=value@" prefix of a profile or sanitizer item, as
 # space-separated words (none without an "@"), so that one run can set a comparison switch
-# ("JITGEMM_WGMMA_PROMOTE=pipelined@wgmma_tma:128x160").
+# ("JITGEMM_WGMMA_PROMOTE=whole@wgmma_tma:128x160").
 item_env() {
     case "$1" in
     *@*) local e="${1%%@*}" && echo "${e//,/ }" ;;

@@ -256,8 +256,8 @@ static void compile_every_band(const char *mode, int promote) {
 }
 
 /* The default promotion, in column halves, reads one half's partial while the other half's
- * wgmmas run; ptxas accepts that only while nothing stays in flight past the block (C7514
- * otherwise). */
+ * wgmmas run; in the kernel's rolled K-block loop ptxas accepts that only while nothing stays
+ * in flight past the block (C7514 otherwise). */
 Test(fp8_wgmma, compiles_for_sm_90a_without_spills_or_serialised_wgmma, .timeout = 600) {
     compile_every_band(NULL, 3);
 }

@@ -52,11 +52,13 @@ uint32_t jit__wgmma_smem_bytes(int bm, int bn, int stages, jit_epilogue_t epilog
 /* The comparison switches (README's environment table). Each reads its variable and gives
  * the form it names, the default when it is unset or empty, or -1 for a value this family does
  * not build; check_switches refuses those before anything is planned, so the getters below
- * never see -1 in a plan. */
+ * never see -1 in a plan (they fall back to the default should one be called outside it). */
+enum { DEFAULT_PROMOTE = 3, DEFAULT_GROUP_M = 8 };
+
 static int promote_switch(void) {
     const char *e = getenv("JITGEMM_WGMMA_PROMOTE");
     if (!e || !*e || strcmp(e, "halves") == 0)
-        return 3;
+        return DEFAULT_PROMOTE;
     return strcmp(e, "whole") == 0 ? 1 : -1;
 }
 
@@ -71,7 +73,7 @@ static int consumers_switch(void) {
 static int group_m_switch(void) {
     const char *e = getenv("JITGEMM_WGMMA_GROUP_M");
     if (!e || !*e)
-        return 8;
+        return DEFAULT_GROUP_M;
     char *end = NULL;
     long v = strtol(e, &end, 10);
     return (end != e && *end == '\0' && v >= 1 && v <= 64) ? (int)v : -1;
@@ -83,12 +85,12 @@ int jit__wgmma_store_warps(const jit__gemm_spec_t *spec) {
 
 int jit__wgmma_group_m(void) {
     int v = group_m_switch();
-    return v > 0 ? v : 8;
+    return v > 0 ? v : DEFAULT_GROUP_M;
 }
 
 int jit__wgmma_promote_mode(void) {
     int v = promote_switch();
-    return v > 0 ? v : 3;
+    return v > 0 ? v : DEFAULT_PROMOTE;
 }
 
 static jit_status_t check_switches(jit__diag_t *d) {
