@@ -416,12 +416,20 @@ struct Fp8WgmmaKernel {
         }
     }
 
-    /* Whether D's rows allow 16-byte stores: every row starts on a 16-byte boundary. */
+    /* Whether every row of a BF16 matrix (`base`, `ld` elements apart) starts on a 16-byte
+     * boundary, so that its rows take 16-byte loads and stores: D's, and linear_add's residual. */
     static __device__ __forceinline__ bool rows_16b(const u16 *base, i64 ld) {
         return (ld % 8 == 0) && (((u64)base & 15) == 0);
     }
     static __device__ __forceinline__ bool d_rows_16b(const Fp8WgmmaParams &p) {
         return rows_16b(p.d, p.ldd);
+    }
+
+    /* The consumers' store pass covers a warp's 16 staged rows of a wave in 8-column units, u
+     * from 0 to 16 * EPI_CH / 8: unit u of wave w is row unit_row(w, warp, u) of the
+     * warpgroup's rows, columns (u % (EPI_CH / 8)) * 8 .. + 7 of the chunk. */
+    static __device__ __forceinline__ int unit_row(int w, int warp, int u) {
+        return w * 64 + warp * 16 + u / (EPI_CH / 8);
     }
 
     /* Eight staged BF16 outputs to D at column gcol: one 16-byte store when D's rows allow it
@@ -528,7 +536,7 @@ struct Fp8WgmmaKernel {
 #pragma unroll
                 for (int it = 0; it < 16 * UNITS / 32; it++) {
                     const int u = lane + 32 * it;
-                    const int r = w * 64 + warp * 16 + u / UNITS, cu = u % UNITS;
+                    const int r = unit_row(w, warp, u), cu = u % UNITS;
                     const i64 grow = row0 + r;
                     const int gcol = nt * TILE_NOUT + c * EPI_CH + cu * 8;
                     if (grow >= own0 && grow < m && gcol < NOUT) {
@@ -580,8 +588,12 @@ struct Fp8WgmmaKernel {
         const i64 ldr = p.ldr, ldd = p.ldd;
         const bool vec = rows_16b(dout, ldd) && rows_16b(residual, ldr);
 
-        /* Residual unit (chunk c, wave w, pass it): row w * 64 + warp * 16 + u / UNITS of this
-         * warpgroup, columns (u % UNITS) * 8 .. + 7 of the chunk, u = lane + 32 * it. */
+        /* The residual of unit u = lane + 32 * it of wave w and chunk c (unit_row()). A unit
+         * goes as one 16-byte load and store when it is one of this tile's rows inside M and
+         * lies wholly below N. */
+        auto whole_unit = [&](i64 grow, int gcol) {
+            return vec && grow >= own0 && grow < m && gcol + 8 <= N;
+        };
         uint4 res[CHUNKS][WAVES][PASSES];
 #pragma unroll
         for (int c = 0; c < CHUNKS; c++)
@@ -590,11 +602,10 @@ struct Fp8WgmmaKernel {
 #pragma unroll
                 for (int it = 0; it < PASSES; it++) {
                     const int u = lane + 32 * it;
-                    const i64 grow = row0 + w * 64 + warp * 16 + u / UNITS;
+                    const i64 grow = row0 + unit_row(w, warp, u);
                     const int gcol = n0 + c * EPI_CH + (u % UNITS) * 8;
                     res[c][w][it] =
-                        ld_global_v4_if(vec && grow >= own0 && grow < m && gcol + 8 <= N,
-                                        residual + grow * ldr + gcol);
+                        ld_global_v4_if(whole_unit(grow, gcol), residual + grow * ldr + gcol);
                 }
 
         float rs[WAVES][2];
@@ -627,26 +638,25 @@ struct Fp8WgmmaKernel {
 #pragma unroll
                 for (int it = 0; it < PASSES; it++) {
                     const int u = lane + 32 * it;
-                    const int r = w * 64 + warp * 16 + u / UNITS, cu = u % UNITS;
+                    const int r = unit_row(w, warp, u), cu = u % UNITS;
                     const i64 grow = row0 + r;
                     const int gcol = n0 + c * EPI_CH + cu * 8;
                     const u8 *src = staging + r * EPI_PITCH + cu * 32;
                     const float4 lo = *(const float4 *)src;
                     const float4 hi = *(const float4 *)(src + 16);
                     const uint4 rv = res[c][w][it];
-                    st_global_v4_if(vec && grow >= own0 && grow < m && gcol + 8 <= N,
-                                    dout + grow * ldd + gcol, add_bf16x2(rv.x, lo.x, lo.y),
-                                    add_bf16x2(rv.y, lo.z, lo.w), add_bf16x2(rv.z, hi.x, hi.y),
-                                    add_bf16x2(rv.w, hi.z, hi.w));
+                    st_global_v4_if(whole_unit(grow, gcol), dout + grow * ldd + gcol,
+                                    add_bf16x2(rv.x, lo.x, lo.y), add_bf16x2(rv.y, lo.z, lo.w),
+                                    add_bf16x2(rv.z, hi.x, hi.y), add_bf16x2(rv.w, hi.z, hi.w));
                 }
             /* 2b. what the 16-byte path left: element by element */
             if (!vec || (N % 8 != 0 && n0 + (c + 1) * EPI_CH > N)) {
 #pragma unroll 1
                 for (int u = lane; u < WAVES * WAVE_UNITS; u += 32) {
-                    const int r = u / WAVE_UNITS * 64 + warp * 16 + u % WAVE_UNITS / UNITS;
+                    const int r = unit_row(u / WAVE_UNITS, warp, u % WAVE_UNITS);
                     const i64 grow = row0 + r;
                     const int gcol = n0 + c * EPI_CH + u % UNITS * 8;
-                    if (grow < own0 || grow >= m || gcol >= N || (vec && gcol + 8 <= N))
+                    if (grow < own0 || grow >= m || gcol >= N || whole_unit(grow, gcol))
                         continue;
                     const float *src = (const float *)(staging + r * EPI_PITCH) + u % UNITS * 8;
                     const u16 *rrow = residual + grow * ldr + gcol;
