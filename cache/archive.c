@@ -375,23 +375,48 @@ static jit_status_t read_all(const char *path, char **buf, size_t *size, jit__di
     return JIT_OK;
 }
 
-jit_status_t jit__cache_import(jit__cache_t *c, const char *path, jit__archive_counts_t *counts,
-                               jit__diag_t *d) {
+struct jit__archive {
+    char *buf;      /* the whole file */
+    record_t *recs; /* checked records, pointing into buf */
+    size_t n;
+};
+
+jit_status_t jit__archive_load(const char *path, jit__archive_t **out, jit__diag_t *d) {
+    *out = NULL;
+    jit__archive_t *a = calloc(1, sizeof(*a));
+    if (!a)
+        return jit__fail(d, JIT_OUT_OF_MEMORY, "reading the archive %s", path);
+    size_t size = 0;
+    jit_status_t st = read_all(path, &a->buf, &size, d);
+    if (st == JIT_OK)
+        st = check_archive(path, a->buf, size, &a->recs, &a->n, d);
+    if (st != JIT_OK) {
+        jit__archive_free(a);
+        return st;
+    }
+    *out = a;
+    return JIT_OK;
+}
+
+void jit__archive_free(jit__archive_t *a) {
+    if (!a)
+        return;
+    free(a->recs);
+    free(a->buf);
+    free(a);
+}
+
+jit_status_t jit__cache_import_archive(jit__cache_t *c, const jit__archive_t *a,
+                                       jit__archive_counts_t *counts, jit__diag_t *d) {
     memset(counts, 0, sizeof(*counts));
     if (!jit__cache_writable(c))
         return jit__fail(d, JIT_CACHE_ERROR,
                          "cannot import into %s: it is not a writable cache (see the warning)",
                          jit__cache_dir(c));
-    char *buf = NULL;
-    size_t size = 0;
-    jit_status_t st = read_all(path, &buf, &size, d);
-    if (st != JIT_OK)
-        return st;
-    record_t *recs = NULL;
-    size_t n = 0;
-    st = check_archive(path, buf, size, &recs, &n, d);
+    jit_status_t st = JIT_OK;
+    size_t n = a->n;
     for (size_t i = 0; st == JIT_OK && i < n; i++) {
-        record_t *r = &recs[i];
+        const record_t *r = &a->recs[i];
         if (r->entry.generator_version != JIT_KEY_FORMAT_VERSION) {
             counts->other_format++;
             continue;
@@ -425,7 +450,20 @@ jit_status_t jit__cache_import(jit__cache_t *c, const char *path, jit__archive_c
         if (st == JIT_OK)
             counts->imported++;
     }
-    free(recs);
-    free(buf);
+    return st;
+}
+
+jit_status_t jit__cache_import(jit__cache_t *c, const char *path, jit__archive_counts_t *counts,
+                               jit__diag_t *d) {
+    memset(counts, 0, sizeof(*counts));
+    if (!jit__cache_writable(c))
+        return jit__fail(d, JIT_CACHE_ERROR,
+                         "cannot import into %s: it is not a writable cache (see the warning)",
+                         jit__cache_dir(c));
+    jit__archive_t *a = NULL;
+    jit_status_t st = jit__archive_load(path, &a, d);
+    if (st == JIT_OK)
+        st = jit__cache_import_archive(c, a, counts, d);
+    jit__archive_free(a);
     return st;
 }

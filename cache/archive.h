@@ -31,10 +31,22 @@ typedef struct jit__archive_counts {
 jit_status_t jit__cache_export(jit__cache_t *c, const char *path, const char *arch,
                                jit__archive_counts_t *counts, jit__diag_t *d);
 
-/* Check the whole archive at `path` (format, every record's hash and the trailer's, each entry's
- * sidecar, its key hash against its key text, its cubin's size, checksum and ELF header), then
- * publish each entry through jit__cache_put. Nothing is published when any check fails: the
- * message names the record and what is wrong. `c` must be writable. */
+/* An archive read whole and checked: format, every record's hash and the trailer's, each
+ * entry's sidecar, its key hash against its key text, its cubin's size, checksum and ELF
+ * header. Loading needs no cache, so a refused archive creates and touches nothing. */
+typedef struct jit__archive jit__archive_t;
+
+/* Read and check the archive at `path`. On any failure *out is NULL and the message names the
+ * record and what is wrong. Free with jit__archive_free. */
+jit_status_t jit__archive_load(const char *path, jit__archive_t **out, jit__diag_t *d);
+void jit__archive_free(jit__archive_t *a);
+
+/* Publish each entry of a checked archive through jit__cache_put. `c` must be writable. */
+jit_status_t jit__cache_import_archive(jit__cache_t *c, const jit__archive_t *a,
+                                       jit__archive_counts_t *counts, jit__diag_t *d);
+
+/* jit__archive_load, then jit__cache_import_archive: nothing is published when any check
+ * fails. */
 jit_status_t jit__cache_import(jit__cache_t *c, const char *path, jit__archive_counts_t *counts,
                                jit__diag_t *d);
 

@@ -202,6 +202,26 @@ Test(archive, a_damaged_or_truncated_archive_imports_nothing) {
     free(buf);
 }
 
+/* An archive is checked before the cache is opened, so a refused import creates nothing: a
+ * cache directory (and its parents) that did not exist before still do not, not even empty
+ * kernels/, locks/ and tmp/ folders. */
+Test(archive, a_refused_import_creates_no_cache_directory) {
+    char parent[1200], dst[1300], bad[1200];
+    snprintf(parent, sizeof(parent), "%s/new", g_dir);
+    snprintf(dst, sizeof(dst), "%s/cache", parent);
+    snprintf(bad, sizeof(bad), "%s/bad.jitgemm", g_dir);
+    cr_assert_eq(jt_write_file(bad, "not an archive\n"), 0);
+    struct stat st;
+    cli_result_t r = CLI(dst, NULL, "cache", "import", bad);
+    CLI_EXPECT(r, 1, "not a jitgemm cache archive");
+    cli_free(&r);
+    cr_expect_neq(stat(parent, &st), 0, "a refused import created %s", parent);
+    r = CLI(dst, NULL, "cache", "import", "--shared", "no-such-archive.jitgemm");
+    CLI_EXPECT(r, 1, "cannot open the archive");
+    cli_free(&r);
+    cr_expect_neq(stat(parent, &st), 0, "an import of a missing file created %s", parent);
+}
+
 /* An archive of one record, hashes recomputed, so only the entry checks can refuse it. */
 static size_t forge(char *out, size_t cap, const char *hash, const char *sidecar, const void *cubin,
                     size_t nc) {

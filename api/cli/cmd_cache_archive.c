@@ -1,8 +1,9 @@
 /*
  * `jitgemm cache export FILE` and `jitgemm cache import FILE`: a cache as one file, to carry
  * kernels prewarmed on a build host to the hosts that serve them (cache/archive.h). Import checks
- * the whole archive before it publishes anything; --shared then makes the cache readable by every
- * user, for a read-only layer other users search (docs/cache.md, "Layered caches").
+ * the whole archive before it opens (and so creates) the cache, and publishes nothing from a bad
+ * one; --shared then makes the cache readable by every user, for a read-only layer other users
+ * search (docs/cache.md, "Layered caches").
  */
 #include <errno.h>
 #include <ftw.h>
@@ -44,13 +45,19 @@ int jit__cli_cache_archive(const char *action, const char *file, const char *cac
     jit__diag_init(&d);
     jit__archive_counts_t n;
     memset(&n, 0, sizeof(n));
-    jit_status_t st = jit__cache_open(cache_dir, 0, JIT_LOG_WARN, &c, &d);
+    /* The archive is read and checked before the cache is opened: opening creates the cache
+     * directory, which a refused import must not leave behind. */
+    jit__archive_t *archive = NULL;
+    jit_status_t st = is_export ? JIT_OK : jit__archive_load(file, &archive, &d);
+    if (st == JIT_OK)
+        st = jit__cache_open(cache_dir, 0, JIT_LOG_WARN, &c, &d);
     if (st == JIT_OK && !jit__cache_readable(c))
         st = jit__fail(&d, JIT_CACHE_ERROR, "%s cannot be used (see the warning above)",
                        jit__cache_dir(c));
     if (st == JIT_OK)
         st = is_export ? jit__cache_export(c, file, profile ? profile->name : NULL, &n, &d)
-                       : jit__cache_import(c, file, &n, &d);
+                       : jit__cache_import_archive(c, archive, &n, &d);
+    jit__archive_free(archive);
     if (st == JIT_OK && shared && nftw(jit__cache_dir(c), make_shared, 16, FTW_PHYS) != 0)
         st = jit__fail(&d, JIT_IO_ERROR, "making %s readable by every user failed",
                        jit__cache_dir(c));
