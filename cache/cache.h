@@ -113,20 +113,38 @@ typedef void (*jit__cache_report_fn)(const char *hash, const char *problem, void
 jit_status_t jit__cache_verify(jit__cache_t *c, jit__cache_report_fn report, void *user,
                                size_t *bad, size_t *entries, jit__diag_t *d);
 
-/* Remove entries of another key format (generator_version > 0), built from other device code
- * (device_hash not NULL), or by a toolchain not in `keep` (count n_keep), damaged entries,
- * orphaned files and stale temporaries; rewrite the manifest. */
-jit_status_t jit__cache_gc(jit__cache_t *c, const jit__toolchain_id_t *keep, size_t n_keep,
-                           int generator_version, const char *device_hash, size_t *removed,
-                           jit__diag_t *d);
+/* An NVRTC version, as an entry's toolchain records it. */
+typedef struct jit__cache_nvrtc {
+    int major, minor;
+} jit__cache_nvrtc_t;
 
-/* What jit__cache_gc with the same arguments would remove, each thing reported with the reason
- * (hash or file name, reason); *would_remove = how many. Removes, rewrites and locks nothing,
- * so it also works on a read-only cache. */
-jit_status_t jit__cache_gc_dry_run(jit__cache_t *c, const jit__toolchain_id_t *keep, size_t n_keep,
-                                   int generator_version, const char *device_hash,
-                                   jit__cache_report_fn report, void *user, size_t *would_remove,
-                                   jit__diag_t *d);
+/* What gc removes besides damage and leftovers. Every valid entry is servable by some host (one
+ * with another NVRTC; one still running another jitgemm version during an upgrade), so the
+ * default, all zero (or a NULL rules pointer), keeps them all; each field names what to drop. */
+typedef struct jit__cache_gc_rules {
+    const jit__cache_nvrtc_t *drop_nvrtc; /* entries built by one of these NVRTC versions */
+    size_t n_drop_nvrtc;
+    int only_key_format;          /* > 0: entries of any other key format */
+    const char *only_device_hash; /* not NULL: entries built from other device code */
+} jit__cache_gc_rules_t;
+
+typedef struct jit__cache_gc_counts {
+    size_t removed; /* entries and stray files removed (or that a dry run would remove) */
+    size_t evicted; /* of those, valid entries evicted to bring the cache under its size cap */
+} jit__cache_gc_counts_t;
+
+/* Remove damaged or untrusted entries, the entries `rules` names, orphaned and stray files and
+ * stale temporaries; then evict least recently used entries until the cache is within its
+ * size cap; rewrite the manifest. Needs a writable cache and no toolchain. */
+jit_status_t jit__cache_gc(jit__cache_t *c, const jit__cache_gc_rules_t *rules,
+                           jit__cache_gc_counts_t *counts, jit__diag_t *d);
+
+/* What jit__cache_gc with the same rules would remove, each thing reported with the reason
+ * (hash or file name, reason), counted the same way. Removes, rewrites and locks nothing, so it
+ * also works on a read-only cache. */
+jit_status_t jit__cache_gc_dry_run(jit__cache_t *c, const jit__cache_gc_rules_t *rules,
+                                   jit__cache_report_fn report, void *user,
+                                   jit__cache_gc_counts_t *counts, jit__diag_t *d);
 
 /* Remove every entry and the manifest. */
 jit_status_t jit__cache_clear(jit__cache_t *c, size_t *removed, jit__diag_t *d);

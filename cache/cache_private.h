@@ -252,6 +252,18 @@ int jit__cache_index_read(const jit__cache_t *c, jit__cache_entry_t **entries, s
  * be NULL) gets the index written. 0 or an errno. */
 int jit__cache_compact(jit__cache_t *c, const jit__cache_entry_t *put, json_t **entries);
 
+/* ---- maintenance.c: what gc and clear share ----------------------------------------------- */
+
+/* JIT_OK if the cache can be listed (and, with `write`, written); else a message. */
+jit_status_t jit__cache_require_usable(const jit__cache_t *c, int write, jit__diag_t *d);
+/* Take the manifest lock (*fd), or fail with a message (a read-only cache is marked so). */
+jit_status_t jit__cache_lock_index(jit__cache_t *c, int *fd, jit__diag_t *d);
+/* Remove the files in tmp/ older than JIT__CACHE_STALE_SECONDS (dry: report each as a stale
+ * temporary instead). Returns how many. */
+size_t jit__cache_sweep_tmp(jit__cache_t *c, int dry, jit__cache_report_fn report, void *user);
+/* Remove the lock files of keys not in `live` (NULL: of every key) that nobody holds. */
+void jit__cache_sweep_locks(jit__cache_t *c, json_t *live);
+
 /* ---- evict.c ----------------------------------------------------------------------------- */
 
 /* Remove least-recently-used entries of `scan` until the cache is under its cap, never
@@ -259,5 +271,7 @@ int jit__cache_compact(jit__cache_t *c, const jit__cache_entry_t *put, json_t **
  * Returns how many were removed; *usage (may be NULL) gets the bytes the entries hold after. */
 size_t jit__cache_evict_scan(jit__cache_t *c, jit__cache_scan_t *scan, const char *keep_hash,
                              json_t *entries, uint64_t *usage);
+/* qsort order of eviction: least recently used first (sidecar_time), then by hash. */
+int jit__cache_item_by_last_use(const void *a, const void *b);
 
 #endif

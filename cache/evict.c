@@ -23,7 +23,7 @@
 #define EVICT_HEADROOM 8
 #define EVICT_BATCH_MIN 64
 
-static int by_last_use(const void *a, const void *b) {
+int jit__cache_item_by_last_use(const void *a, const void *b) {
     const jit__cache_item_t *x = a, *y = b;
     if (x->sidecar_time != y->sidecar_time)
         return x->sidecar_time < y->sidecar_time ? -1 : 1;
@@ -48,7 +48,7 @@ size_t jit__cache_evict_scan(jit__cache_t *c, jit__cache_scan_t *scan, const cha
      * one counts its bytes until the next scan, re-publishes included). */
     uint64_t goal = n >= EVICT_BATCH_MIN ? cap - cap / EVICT_HEADROOM : cap;
     if (used > goal) {
-        qsort(scan->items, n, sizeof(*scan->items), by_last_use);
+        qsort(scan->items, n, sizeof(*scan->items), jit__cache_item_by_last_use);
         for (size_t i = 0; i < n && used > goal; i++) {
             if (keep_hash && !strcmp(scan->items[i].hash, keep_hash)) {
                 /* Kept though over the cap alone, so the next publish evicts it in turn and

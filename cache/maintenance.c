@@ -1,10 +1,10 @@
 /*
- * Whole-cache operations: list, verify, gc and clear. They walk kernels/ (the truth) and treat
- * the index (manifest.json plus manifest.journal) as derived: list rebuilds it when it is
- * missing or unusable, gc rewrites it from the entries it keeps, verify compares the two and
- * repairs nothing. Writers take the manifest lock, so they serialise with concurrent publishers;
- * files younger than a minute that look orphaned may belong to a publish in flight and are left
- * for a later gc.
+ * Whole-cache operations: list, verify and clear (gc is in gc.c). They walk kernels/ (the
+ * truth) and treat the index (manifest.json plus manifest.journal) as derived: list rebuilds it
+ * when it is missing or unusable, verify compares the two and repairs nothing, clear removes
+ * both. Writers take the manifest lock, so they serialise with concurrent publishers; files
+ * younger than a minute that look orphaned may belong to a publish in flight and are left for a
+ * later gc.
  */
 #include "cache_private.h"
 
@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static jit_status_t require_usable(const jit__cache_t *c, int write, jit__diag_t *d) {
+jit_status_t jit__cache_require_usable(const jit__cache_t *c, int write, jit__diag_t *d) {
     if (!c->readable)
         return jit__fail(d, JIT_CACHE_ERROR,
                          "kernel cache %s is not usable (missing, or not trusted; see the "
@@ -43,7 +43,7 @@ static const jit__cache_item_t *find_item(const jit__cache_scan_t *s, const char
     return bsearch(&key, s->items, s->n, sizeof(*s->items), cmp_item);
 }
 
-static jit_status_t lock_manifest(jit__cache_t *c, int *fd, jit__diag_t *d) {
+jit_status_t jit__cache_lock_index(jit__cache_t *c, int *fd, jit__diag_t *d) {
     *fd = jit__cache_manifest_lock(c);
     if (*fd >= 0)
         return JIT_OK;
@@ -117,7 +117,7 @@ jit_status_t jit__cache_list(jit__cache_t *c, jit__cache_entry_t **entries, size
         return jit__fail(d, JIT_INVALID_ARGUMENT, "jit__cache_list: NULL argument");
     *entries = NULL;
     *count = 0;
-    jit_status_t st = require_usable(c, 0, d);
+    jit_status_t st = jit__cache_require_usable(c, 0, d);
     if (st != JIT_OK)
         return st;
     jit__cache_entry_t *out = NULL;
@@ -205,7 +205,7 @@ jit_status_t jit__cache_verify(jit__cache_t *c, jit__cache_report_fn report, voi
         *entries = 0;
     if (!c)
         return jit__fail(d, JIT_INVALID_ARGUMENT, "jit__cache_verify: NULL cache");
-    jit_status_t st = require_usable(c, 0, d);
+    jit_status_t st = jit__cache_require_usable(c, 0, d);
     if (st != JIT_OK)
         return st;
     jit__cache_scan_t scan;
@@ -285,29 +285,16 @@ jit_status_t jit__cache_verify(jit__cache_t *c, jit__cache_report_fn report, voi
     return JIT_OK;
 }
 
-/* ---- gc ---------------------------------------------------------------------------------- */
+/* ---- shared by gc and clear ------------------------------------------------------------ */
 
-static int toolchain_kept(const jit__toolchain_id_t *tc, const jit__toolchain_id_t *keep,
-                          size_t n_keep) {
-    if (n_keep == 0)
-        return 1;
-    for (size_t i = 0; i < n_keep; i++)
-        if (!memcmp(tc, &keep[i], sizeof(*tc)))
-            return 1;
-    return 0;
-}
-
-/* Remove regular files under `sub` older than `age` seconds (dry: only report them). Returns
- * how many. */
-static size_t sweep_dir(jit__cache_t *c, const char *sub, int64_t age, int dry,
-                        jit__cache_report_fn report, void *user, jit__diag_t *d) {
+size_t jit__cache_sweep_tmp(jit__cache_t *c, int dry, jit__cache_report_fn report, void *user) {
     jit__cache_stray_t *files;
     size_t n, removed = 0;
     int64_t now = (int64_t)time(NULL);
-    if (jit__cache_list_dir(c, sub, &files, &n, d) != JIT_OK)
+    if (jit__cache_list_dir(c, "tmp", &files, &n, NULL) != JIT_OK)
         return 0;
     for (size_t i = 0; i < n; i++) {
-        if (now - files[i].mtime < age)
+        if (now - files[i].mtime < JIT__CACHE_STALE_SECONDS)
             continue;
         if (dry) {
             if (report)
@@ -321,8 +308,7 @@ static size_t sweep_dir(jit__cache_t *c, const char *sub, int64_t age, int dry,
     return removed;
 }
 
-/* Lock files of keys that have no entry and that nobody holds; not counted as removals. */
-static void sweep_locks(jit__cache_t *c, json_t *live) {
+void jit__cache_sweep_locks(jit__cache_t *c, json_t *live) {
     jit__cache_stray_t *files;
     size_t n;
     if (jit__cache_list_dir(c, "locks", &files, &n, NULL) != JIT_OK)
@@ -338,134 +324,6 @@ static void sweep_locks(jit__cache_t *c, json_t *live) {
     free(files);
 }
 
-/* Why gc drops the entry `it` (into why), or 0 to keep it (*e then filled). */
-static int drop_reason(jit__cache_t *c, const jit__cache_item_t *it,
-                       const jit__toolchain_id_t *keep, size_t n_keep, int generator_version,
-                       const char *device_hash, int64_t now, jit__cache_entry_t *e, char *why,
-                       size_t whysz) {
-    if (!(it->files & JIT__F_SIDECAR)) {
-        snprintf(why, whysz, "files without a sidecar, untouched for %d s or more",
-                 (int)JIT__CACHE_STALE_SECONDS);
-        return now - it->newest >= JIT__CACHE_STALE_SECONDS;
-    }
-    char check[JIT__CACHE_WHY_MAX] = "";
-    jit__check_t r = jit__cache_check_entry(c, it->hash, 1, e, NULL, NULL, check, sizeof(check));
-    if (r == JIT__CHECK_FAILED) /* unreadable now, not proven damaged: keep it */
-        r = jit__cache_check_entry(c, it->hash, 0, e, NULL, NULL, check, sizeof(check));
-    if (r != JIT__CHECK_OK)
-        snprintf(why, whysz, "%s: %s",
-                 r == JIT__CHECK_REFUSED  ? "not trusted"
-                 : r == JIT__CHECK_FAILED ? "unreadable"
-                                          : "damaged",
-                 check);
-    else if (generator_version > 0 && e->generator_version != generator_version)
-        snprintf(why, whysz, "key format %d, this library writes %d", e->generator_version,
-                 generator_version);
-    else if (device_hash && strcmp(e->device_hash, device_hash) != 0)
-        snprintf(why, whysz, "built from other device code (%.16s)", e->device_hash);
-    else if (!toolchain_kept(&e->toolchain, keep, n_keep))
-        snprintf(why, whysz, "built by NVRTC %d.%d, not a toolchain in use",
-                 e->toolchain.nvrtc_major, e->toolchain.nvrtc_minor);
-    else
-        return 0;
-    return 1;
-}
-
-/* gc, or with `dry` only its report: a dry run removes, rewrites and locks nothing, so it also
- * works on a cache it could not write. */
-static jit_status_t gc_run(jit__cache_t *c, const jit__toolchain_id_t *keep, size_t n_keep,
-                           int generator_version, const char *device_hash, int dry,
-                           jit__cache_report_fn report, void *user, size_t *removed,
-                           jit__diag_t *d) {
-    size_t nremoved = 0;
-    if (removed)
-        *removed = 0;
-    if (!c || (n_keep > 0 && !keep))
-        return jit__fail(d, JIT_INVALID_ARGUMENT, "jit__cache_gc: NULL argument");
-    jit_status_t st = require_usable(c, !dry, d);
-    int lock = -1;
-    if (st != JIT_OK || (!dry && (st = lock_manifest(c, &lock, d)) != JIT_OK))
-        return st;
-    jit__cache_scan_t scan;
-    json_t *kept = json_object();
-    if (!kept) {
-        if (!dry)
-            jit__cache_manifest_unlock(lock);
-        return jit__fail(d, JIT_OUT_OF_MEMORY, "cache gc: out of memory");
-    }
-    if ((st = jit__cache_scan(c, &scan, d)) != JIT_OK) {
-        json_decref(kept);
-        if (!dry)
-            jit__cache_manifest_unlock(lock);
-        return st;
-    }
-    int64_t now = (int64_t)time(NULL);
-    for (size_t i = 0; i < scan.n && st == JIT_OK; i++) {
-        const jit__cache_item_t *it = &scan.items[i];
-        char why[JIT__CACHE_WHY_MAX + 64];
-        jit__cache_entry_t e;
-        if (drop_reason(c, it, keep, n_keep, generator_version, device_hash, now, &e, why,
-                        sizeof(why))) {
-            if (dry && report)
-                report(it->hash, why, user);
-            if (!dry)
-                jit__cache_remove_entry(c, it->hash);
-            nremoved++;
-        } else if (it->files & JIT__F_SIDECAR) {
-            json_t *o = jit__cache_entry_to_object(&e);
-            if (!o || json_object_set_new(kept, e.hash, o) != 0)
-                st = jit__fail(d, JIT_OUT_OF_MEMORY, "cache gc: out of memory");
-        }
-    }
-    for (size_t i = 0; i < scan.n_strays && st == JIT_OK; i++) {
-        if (now - scan.strays[i].mtime < JIT__CACHE_STALE_SECONDS)
-            continue;
-        if (dry) {
-            if (report)
-                report(scan.strays[i].name, "stray file in kernels/", user);
-            nremoved++;
-        } else if (jit__cache_remove_stray(c, &scan.strays[i])) {
-            nremoved++;
-        }
-    }
-    jit__cache_scan_free(&scan);
-    if (st == JIT_OK) {
-        nremoved += sweep_dir(c, "tmp", JIT__CACHE_STALE_SECONDS, dry, report, user, NULL);
-        if (!dry) {
-            sweep_locks(c, kept);
-            int err = jit__cache_manifest_write(c, kept);
-            if (err)
-                st = jit__fail(d, JIT_IO_ERROR, "kernel cache %s: cannot write manifest.json: %s",
-                               c->dir, strerror(err));
-            /* Everything the journal held is in the manifest now (or was removed). Without a
-             * journal the next publish compacts, which also counts the usage afresh. */
-            else if ((err = jit__cache_journal_remove(c)) != 0)
-                st = jit__fail(d, JIT_IO_ERROR, "kernel cache %s: cannot remove %s: %s", c->dir,
-                               JIT__CACHE_JOURNAL, strerror(err));
-        }
-    }
-    json_decref(kept);
-    if (!dry)
-        jit__cache_manifest_unlock(lock);
-    if (removed)
-        *removed = nremoved;
-    return st;
-}
-
-jit_status_t jit__cache_gc(jit__cache_t *c, const jit__toolchain_id_t *keep, size_t n_keep,
-                           int generator_version, const char *device_hash, size_t *removed,
-                           jit__diag_t *d) {
-    return gc_run(c, keep, n_keep, generator_version, device_hash, 0, NULL, NULL, removed, d);
-}
-
-jit_status_t jit__cache_gc_dry_run(jit__cache_t *c, const jit__toolchain_id_t *keep, size_t n_keep,
-                                   int generator_version, const char *device_hash,
-                                   jit__cache_report_fn report, void *user, size_t *would_remove,
-                                   jit__diag_t *d) {
-    return gc_run(c, keep, n_keep, generator_version, device_hash, 1, report, user, would_remove,
-                  d);
-}
-
 /* ---- clear ------------------------------------------------------------------------------- */
 
 jit_status_t jit__cache_clear(jit__cache_t *c, size_t *removed, jit__diag_t *d) {
@@ -474,9 +332,9 @@ jit_status_t jit__cache_clear(jit__cache_t *c, size_t *removed, jit__diag_t *d) 
         *removed = 0;
     if (!c)
         return jit__fail(d, JIT_INVALID_ARGUMENT, "jit__cache_clear: NULL cache");
-    jit_status_t st = require_usable(c, 1, d);
+    jit_status_t st = jit__cache_require_usable(c, 1, d);
     int lock;
-    if (st != JIT_OK || (st = lock_manifest(c, &lock, d)) != JIT_OK)
+    if (st != JIT_OK || (st = jit__cache_lock_index(c, &lock, d)) != JIT_OK)
         return st;
     jit__cache_scan_t scan;
     int64_t now = (int64_t)time(NULL);
@@ -497,8 +355,8 @@ jit_status_t jit__cache_clear(jit__cache_t *c, size_t *removed, jit__diag_t *d) 
         jit__cache_scan_free(&scan);
         /* Young temporaries are being written by publishes in flight (under no lock clear
          * could take); removing them made those publishes fail with a misleading ENOENT. */
-        sweep_dir(c, "tmp", JIT__CACHE_STALE_SECONDS, 0, NULL, NULL, NULL);
-        sweep_locks(c, NULL);
+        jit__cache_sweep_tmp(c, 0, NULL, NULL);
+        jit__cache_sweep_locks(c, NULL);
         if (unlinkat(c->dirfd, "manifest.json", 0) != 0 && errno != ENOENT)
             st = jit__fail(d, JIT_IO_ERROR, "kernel cache %s: cannot remove manifest.json: %s",
                            c->dir, strerror(errno));

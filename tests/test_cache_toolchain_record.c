@@ -318,9 +318,11 @@ Test(cache_toolchains, gc_and_clear_leave_it_alone) {
     jit__diag_t d;
     jit__diag_init(&d);
     size_t removed = 0;
-    jit__toolchain_id_t keep = {12, 0, 12, 0};
-    cr_assert_eq(jit__cache_gc(c, &keep, 1, 1, NULL, &removed, &d), JIT_OK, "%s", d.msg);
-    cr_assert_eq(removed, 1);
+    const jit__cache_nvrtc_t drop = {13, 5}; /* the fixture entry's toolchain */
+    const jit__cache_gc_rules_t rules = {&drop, 1, 0, NULL};
+    jit__cache_gc_counts_t counts;
+    cr_assert_eq(jit__cache_gc(c, &rules, &counts, &d), JIT_OK, "%s", d.msg);
+    cr_assert_eq(counts.removed, 1);
     cr_assert_eq(jit__cache_clear(c, &removed, &d), JIT_OK, "%s", d.msg);
     jit__toolchain_record_t *recs = NULL;
     size_t n = 0;

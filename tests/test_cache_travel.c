@@ -207,6 +207,47 @@ Test(travel, an_entry_from_another_nvrtc_of_the_same_target_is_kept) {
     jit_context_destroy(new_ctx);
 }
 
+/* A cache prewarmed by one NVRTC loses nothing to a gc run where another one is found (or
+ * none): gc needs no toolchain, and every entry stays, served by either NVRTC without a
+ * compile. */
+Test(travel, gc_where_another_nvrtc_is_found_keeps_every_entry) {
+    const jit__toolchain_t *newer, *older = other_toolchain(&newer);
+    jit_problem_t p[2] = {fp8_problem(64, 256, 256), fp8_problem(64, 512, 256)};
+    jit_context_t *build = ctx_for("sm_90a", 0, newer->dir);
+    for (size_t i = 0; i < 2; i++) {
+        seen_t s = prewarm_one(build, &p[i]);
+        cr_assert_eq(s.result, JIT_PREWARM_COMPILED, "%s", s.error);
+    }
+    jit_context_destroy(build);
+
+    char cache[1100], empty[1100];
+    snprintf(cache, sizeof(cache), "%s/cache", g_dir);
+    snprintf(empty, sizeof(empty), "%s/no-toolkit", g_dir);
+    cr_assert_eq(mkdir(empty, 0700), 0);
+    const char *toolkits[] = {older->dir, empty, newer->dir};
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert_eq(setenv("JITGEMM_TOOLKIT_DIR", toolkits[i], 1), 0);
+        cli_result_t r = CLI(cache, NULL, "cache", "gc", "--json");
+        cr_assert_eq(r.rc, 0, "gc with %s: %s", toolkits[i], r.err);
+        cr_expect(strstr(r.out, "\"removed\": 0"), "gc with %s: %s", toolkits[i], r.out);
+        cli_free(&r);
+    }
+    unsetenv("JITGEMM_TOOLKIT_DIR");
+
+    cr_assert_eq(setenv("JITGEMM_COMPILE", "never", 1), 0);
+    const jit__toolchain_t *serving[] = {older, newer};
+    for (size_t t = 0; t < 2; t++) {
+        jit_context_t *serve = ctx_for("sm_90a", 0, serving[t]->dir);
+        for (size_t i = 0; i < 2; i++) {
+            seen_t s = prewarm_one(serve, &p[i]);
+            cr_expect_eq(s.result, JIT_PREWARM_CACHED, "NVRTC %d.%d, problem %zu: %s",
+                         serving[t]->id.nvrtc_major, serving[t]->id.nvrtc_minor, i, s.error);
+        }
+        jit_context_destroy(serve);
+    }
+    unsetenv("JITGEMM_COMPILE");
+}
+
 /* Make every record of <cache>/toolchains.json claim NVRTC 13.2 without sm_107: what an older
  * NVRTC reports, as a process that identifies its toolchain from the record believes it. */
 static void forge_older_record(void) {

@@ -224,7 +224,10 @@ Test(cli, cache_usage_errors) {
         {{"cache"}, "missing action: list, verify, gc, clear, stats, export or import"},
         {{"cache", "purge"}, "unknown action 'purge'"},
         {{"cache", "list", "extra"}, "too many arguments"},
-        {{"cache", "list", "--toolkit-dir", "/x"}, "--toolkit-dir applies to 'cache gc' only"},
+        {{"cache", "gc", "--toolkit-dir", "/x"}, "--toolkit-dir: no cache action uses a toolchain"},
+        {{"cache", "list", "--drop-other-versions"}, "apply to 'cache gc' only"},
+        {{"cache", "import", "f", "--drop-toolchain", "13.0"}, "apply to 'cache gc' only"},
+        {{"cache", "gc", "--drop-toolchain", "13"}, "expected an NVRTC version MAJOR.MINOR"},
         {{"cache", "list", "--verbose"}, "unknown option '--verbose'"},
     };
     expect_usage_errors(cases, sizeof(cases) / sizeof(cases[0]), 2);

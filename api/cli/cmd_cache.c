@@ -1,12 +1,11 @@
 /*
  * `jitgemm cache list|verify|gc|clear`: the on-disk cache seen from outside a context (export
- * and import are in cmd_cache_archive.c). These
- * work on the directory alone (cache/cache.h), so they run on machines with no GPU and no
- * compiler, with one exception worth spelling out: `gc` keeps the entries of the toolchain the
- * library would pick now, and when no toolchain can be found it cannot tell which one is
- * current. Rather than delete every kernel (a serving host with a briefly broken library path
- * would lose its whole prewarmed cache), it then keeps every toolchain present, still removes
- * other generator versions, damaged entries and leftovers, and says so.
+ * and import are in cmd_cache_archive.c, stats in cmd_cache_stats.c). These work on the
+ * directory alone (cache/cache.h), so they run on machines with no GPU and no compiler. gc
+ * included: it keeps every valid entry, whichever NVRTC or jitgemm version built it, unless
+ * --drop-toolchain or --drop-other-versions names what to drop, so it never needs to find out
+ * which toolchain is "current" (a host that finds another NVRTC, or none, must not empty a
+ * cache other hosts are served from).
  */
 #include <jansson.h>
 #include <stdlib.h>
@@ -16,14 +15,13 @@
 #include "cache.h"
 #include "cli.h"
 #include "device_files.h"
-#include "driver.h"
 #include "plan.h"
-#include "toolchain.h"
 
 const char jit__cli_cache_help[] =
     "Usage: jitgemm cache list   [--cache-dir D] [--json]\n"
     "       jitgemm cache verify [--cache-dir D] [--json]\n"
-    "       jitgemm cache gc     [--cache-dir D] [--toolkit-dir T] [--dry-run] [--json]\n"
+    "       jitgemm cache gc     [--cache-dir D] [--drop-toolchain X.Y ...]\n"
+    "                            [--drop-other-versions] [--dry-run] [--json]\n"
     "       jitgemm cache clear  [--cache-dir D] [--json]\n"
     "       jitgemm cache stats  [--cache-dir D] [--json]\n"
     "       jitgemm cache export FILE [--arch A] [--cache-dir D] [--json]\n"
@@ -34,14 +32,13 @@ const char jit__cli_cache_help[] =
     "  verify  check every entry (sidecar, cubin size and checksum, owner) and the manifest;\n"
     "          print each problem; exit 1 if there is any. Reads only: it changes nothing,\n"
     "          not even a damaged manifest (gc repairs).\n"
-    "  gc      remove entries built by another generator version or another toolchain than\n"
-    "          the one the library picks now (as for a context: --toolkit-dir, else\n"
-    "          $JITGEMM_TOOLKIT_DIR, else the newest found; on a GPU host also the newest one\n"
-    "          its driver accepts), damaged entries, orphaned files and stale temporaries.\n"
-    "          With no toolchain found, entries of every toolchain are kept (with a warning)\n"
-    "          and only the rest is removed; a named toolkit directory that does not hold\n"
-    "          one is an error. With --dry-run it prints what it would remove and why,\n"
-    "          and changes nothing (it also works on a read-only cache).\n"
+    "  gc      remove damaged or untrusted entries, orphaned and stray files, stale\n"
+    "          temporaries and idle lock files, and rewrite the manifest; then, if the cache\n"
+    "          is over its size cap ($JITGEMM_CACHE_MAX_BYTES, default 4 GiB), evict the least\n"
+    "          recently used entries down to it. Every other entry is kept, whichever NVRTC\n"
+    "          or jitgemm version built it: hosts with another NVRTC, or still running another\n"
+    "          jitgemm version, are served from it. Needs no NVRTC. With --dry-run it prints\n"
+    "          what it would remove and why, and changes nothing (works read-only too).\n"
     "  clear   remove every entry and the manifest\n"
     "  stats   entries, cubin bytes, bytes on disk against the size cap, compile time, and\n"
     "          entries and bytes per arch and per toolchain (hit and compile counters belong\n"
@@ -50,9 +47,10 @@ const char jit__cli_cache_help[] =
     "          and source to the archive FILE (docs/cache.md gives the format)\n"
     "  import  check the whole archive FILE (every record's hash, each entry's sidecar, key\n"
     "          hash, cubin checksum and ELF header) and only then publish its entries into\n"
-    "          the cache; a damaged or truncated archive is refused and nothing is imported.\n"
-    "          --shared then makes the cache readable by every user (directories 0755, files\n"
-    "          0644), for a read-only layer other users list after their own cache\n"
+    "          the cache; a damaged or truncated archive is refused and nothing is imported\n"
+    "          (nor the cache directory created). --shared then makes the cache readable by\n"
+    "          every user (directories 0755, files 0644), for a read-only layer other users\n"
+    "          list after their own cache\n"
     "\n"
     "Options:\n"
     "  --cache-dir D   cache directory (default $JITGEMM_CACHE_DIR, $XDG_CACHE_HOME/jitgemm,\n"
@@ -60,12 +58,19 @@ const char jit__cli_cache_help[] =
     "                  the first directory; every action works on the first one only\n"
     "  --arch A        export only: the entries of arch A\n"
     "  --shared        import only: leave the cache readable by every user\n"
-    "  --toolkit-dir T gc only: the NVRTC/nvJitLink directory whose entries to keep\n"
+    "  --drop-toolchain X.Y\n"
+    "                  gc only: also remove the entries built by NVRTC X.Y (as 'cache stats'\n"
+    "                  lists them); may be given up to 16 times\n"
+    "  --drop-other-versions\n"
+    "                  gc only: also remove the entries of another jitgemm version (another\n"
+    "                  key format, or built from other device code), which this library never\n"
+    "                  serves; only once no host runs that version any more\n"
     "  --dry-run       gc only: report, remove nothing\n"
     "  --json          list: one manifest entry (JSON object) per line; verify: one\n"
-    "                  {\"hash\",\"problem\"} per line; gc and clear: {\"removed\": N};\n"
-    "                  gc --dry-run: {\"name\",\"reason\"} per line, then {\"would_remove\": N};\n"
-    "                  stats: one object (fields: docs/cli.md)\n"
+    "                  {\"hash\",\"problem\"} per line; gc: {\"removed\": N, \"evicted\": E};\n"
+    "                  clear: {\"removed\": N}; gc --dry-run: {\"name\",\"reason\"} per line,\n"
+    "                  then {\"would_remove\": N, \"would_evict\": E}; stats: one object\n"
+    "                  (fields: docs/cli.md)\n"
     "\n"
     "Exit status: 0 success, 1 failure (or verify found damage), 2 bad command line.\n";
 
@@ -180,84 +185,57 @@ static void on_would_remove(const char *name, const char *reason, void *user) {
     }
 }
 
-static int do_gc(jit__cache_t *c, const char *toolkit_dir, int dry_run, int json) {
+#define MAX_DROP_TOOLCHAINS 16
+
+/* "X.Y": an NVRTC version as entries record it (major 1..99, minor 0..99). */
+static int parse_nvrtc(const char *text, jit__cache_nvrtc_t *out) {
+    int major = 0, minor = 0, used = 0;
+    if (strspn(text, "0123456789.") != strlen(text) ||
+        sscanf(text, "%2d.%2d%n", &major, &minor, &used) != 2 || text[used] != '\0' || major < 1 ||
+        minor < 0)
+        return jit__cli_usage("cache",
+                              "--drop-toolchain: expected an NVRTC version MAJOR.MINOR "
+                              "(such as 13.0), got '%s'",
+                              text);
+    out->major = major;
+    out->minor = minor;
+    return 0;
+}
+
+static void print_gc(int json, const jit__cache_t *c, const jit__cache_gc_counts_t *n) {
+    if (json) {
+        printf("{\"removed\": %zu, \"evicted\": %zu}\n", n->removed, n->evicted);
+        return;
+    }
+    printf("gc: removed %zu %s from %s", n->removed, n->removed == 1 ? "entry" : "entries",
+           jit__cache_dir(c));
+    if (n->evicted) {
+        char cap[32];
+        jit__cli_format_bytes((uint64_t)jit__cache_max_bytes(c), cap, sizeof(cap));
+        printf(" (%zu of them least recently used, to bring it within its %s size cap)", n->evicted,
+               cap);
+    }
+    printf("\n");
+}
+
+static int do_gc(jit__cache_t *c, const jit__cache_gc_rules_t *rules, int dry_run, int json) {
     jit__diag_t d;
     jit__diag_init(&d);
-    const jit__toolchain_t *tc = NULL;
-    jit__toolchain_id_t *keep = NULL;
-    size_t n_keep = 0, removed = 0;
+    jit__cache_gc_counts_t n;
     int rc = JIT_CLI_OK;
-    if (jit__toolchain_get(toolkit_dir, &tc, &d) == JIT_OK) {
-        keep = calloc(2, sizeof(*keep));
-        if (keep) {
-            keep[n_keep++] = tc->id;
-            /* On a GPU host whose driver is older than that NVRTC, the library compiles what
-             * it launches with the newest toolchain the driver accepts; those entries are in
-             * use too. */
-            const jit__driver_t *drv = NULL;
-            jit__diag_t dd;
-            jit__diag_init(&dd);
-            if (jit__driver_get(&drv, &dd) == JIT_OK) {
-                const jit__toolchain_t *ex =
-                    jit__toolchain_newest_up_to(drv->version / 1000, (drv->version % 1000) / 10);
-                if (ex && memcmp(&ex->id, &tc->id, sizeof(tc->id)))
-                    keep[n_keep++] = ex->id;
-            }
-            jit__diag_clear(&dd);
-        }
-    } else if (toolkit_dir || (getenv("JITGEMM_TOOLKIT_DIR") && *getenv("JITGEMM_TOOLKIT_DIR"))) {
-        /* A directory named explicitly (option or environment) and not usable is a mistake to
-         * report, not to guess around. */
-        rc = cache_fail("gc", &d);
-        goto done;
-    } else {
-        fprintf(stderr,
-                "jitgemm: warning: cache gc: no NVRTC found (%s); keeping the entries of every "
-                "toolchain in the cache\n",
-                d.msg);
-        jit__diag_clear(&d);
-        jit__cache_entry_t *e = NULL;
-        size_t n = 0;
-        if (jit__cache_list(c, &e, &n, &d) != JIT_OK) {
-            rc = cache_fail("gc", &d);
-            goto done;
-        }
-        keep = calloc(n ? n : 1, sizeof(*keep));
-        for (size_t i = 0; keep && i < n; i++) {
-            int seen = 0;
-            for (size_t j = 0; j < n_keep && !seen; j++)
-                seen = !memcmp(&keep[j], &e[i].toolchain, sizeof(*keep));
-            if (!seen)
-                keep[n_keep++] = e[i].toolchain;
-        }
-        free(e);
-    }
-    if (!keep) {
-        jit__cli_error("out of memory");
-        rc = JIT_CLI_FAILED;
-        goto done;
-    }
     if (dry_run) {
-        if (jit__cache_gc_dry_run(c, keep, n_keep, JIT_KEY_FORMAT_VERSION, jit__device_files_hash(),
-                                  on_would_remove, &json, &removed, &d) != JIT_OK) {
+        if (jit__cache_gc_dry_run(c, rules, on_would_remove, &json, &n, &d) != JIT_OK)
             rc = cache_fail("gc", &d);
-            goto done;
-        }
-        if (json)
-            printf("{\"would_remove\": %zu}\n", removed);
+        else if (json)
+            printf("{\"would_remove\": %zu, \"would_evict\": %zu}\n", n.removed, n.evicted);
         else
-            printf("gc --dry-run: would remove %zu %s from %s; nothing was removed\n", removed,
-                   removed == 1 ? "item" : "items", jit__cache_dir(c));
-        goto done;
-    }
-    if (jit__cache_gc(c, keep, n_keep, JIT_KEY_FORMAT_VERSION, jit__device_files_hash(), &removed,
-                      &d) != JIT_OK) {
+            printf("gc --dry-run: would remove %zu %s from %s; nothing was removed\n", n.removed,
+                   n.removed == 1 ? "item" : "items", jit__cache_dir(c));
+    } else if (jit__cache_gc(c, rules, &n, &d) != JIT_OK) {
         rc = cache_fail("gc", &d);
-        goto done;
+    } else {
+        print_gc(json, c, &n);
     }
-    print_removed(json, "gc", removed, jit__cache_dir(c));
-done:
-    free(keep);
     jit__diag_clear(&d);
     return rc;
 }
@@ -275,26 +253,62 @@ static int do_clear(jit__cache_t *c, int json) {
     return rc;
 }
 
+/* The gc rules the command line asks for, into *rules (drop has room for MAX_DROP_TOOLCHAINS).
+ * 0, or JIT_CLI_USAGE after the message. */
+static int gc_rules(const jit__cli_multi_t *drops, int drop_versions, jit__cache_nvrtc_t *drop,
+                    jit__cache_gc_rules_t *rules) {
+    memset(rules, 0, sizeof(*rules));
+    for (size_t i = 0; i < drops->count; i++) {
+        int rc = parse_nvrtc(drops->items[i], &drop[i]);
+        if (rc)
+            return rc;
+    }
+    rules->drop_nvrtc = drop;
+    rules->n_drop_nvrtc = drops->count;
+    if (drop_versions) {
+        rules->only_key_format = JIT_KEY_FORMAT_VERSION;
+        rules->only_device_hash = jit__device_files_hash();
+    }
+    return 0;
+}
+
 int jit__cli_cache(int argc, char **argv) {
     const char *verb = "cache";
     const char *cache_dir = NULL, *toolkit_dir = NULL, *arch = NULL;
-    int json = 0, dry_run = 0, shared = 0;
+    int json = 0, dry_run = 0, shared = 0, drop_versions = 0;
+    const char *drop_texts[MAX_DROP_TOOLCHAINS];
+    jit__cli_multi_t drops = {"drop-toolchain", "X.Y", drop_texts, 0, MAX_DROP_TOOLCHAINS};
     const jit__cli_opt_t opts[] = {
-        {"cache-dir", "D", &cache_dir, NULL}, {"toolkit-dir", "T", &toolkit_dir, NULL},
-        {"dry-run", NULL, NULL, &dry_run},    {"json", NULL, NULL, &json},
-        {"arch", "A", &arch, NULL},           {"shared", NULL, NULL, &shared},
+        {"cache-dir", "D", &cache_dir, NULL},
+        {"toolkit-dir", "T", &toolkit_dir, NULL},
+        {"dry-run", NULL, NULL, &dry_run},
+        {"json", NULL, NULL, &json},
+        {"arch", "A", &arch, NULL},
+        {"shared", NULL, NULL, &shared},
+        {"drop-other-versions", NULL, NULL, &drop_versions},
     };
     const char *pos[2];
     size_t n_pos = 0;
-    int rc = jit__cli_parse(verb, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), pos, 2, &n_pos);
+    int rc = jit__cli_parse_multi(verb, argc, argv, opts, sizeof(opts) / sizeof(opts[0]), &drops, 1,
+                                  pos, 2, &n_pos);
     if (rc)
         return rc;
     if (n_pos == 0)
-        return jit__cli_usage(verb, "missing action: list, verify, gc, clear, stats, export or import");
+        return jit__cli_usage(verb,
+                              "missing action: list, verify, gc, clear, stats, export or import");
     const char *action = pos[0];
+    int gc_options = dry_run || drop_versions || drops.count > 0;
+    /* No cache action uses a toolchain. A toolkit directory given to gc most likely means "keep
+     * only the entries it builds", which gc does only when told what to drop: say so, rather
+     * than run a gc that does something else than asked. */
+    if (toolkit_dir)
+        return jit__cli_usage(verb, "--toolkit-dir: no cache action uses a toolchain; 'cache gc' "
+                                    "keeps the entries of every NVRTC unless --drop-toolchain "
+                                    "X.Y names one to remove");
     if (!strcmp(action, "export") || !strcmp(action, "import")) {
-        if (toolkit_dir || dry_run)
-            return jit__cli_usage(verb, "--toolkit-dir and --dry-run apply to 'cache gc' only");
+        if (gc_options)
+            return jit__cli_usage(verb, "--dry-run, --drop-toolchain and --drop-other-versions "
+                                        "apply to 'cache gc' only");
         return jit__cli_cache_archive(action, n_pos > 1 ? pos[1] : NULL, cache_dir, arch, shared,
                                       json);
     }
@@ -310,10 +324,15 @@ int jit__cli_cache(int argc, char **argv) {
         return jit__cli_usage(
             verb, "unknown action '%s' (expected list, verify, gc, clear, stats, export or import)",
             action);
-    if (toolkit_dir && !is_gc)
-        return jit__cli_usage(verb, "--toolkit-dir applies to 'cache gc' only");
     if (dry_run && !is_gc)
         return jit__cli_usage(verb, "--dry-run applies to 'cache gc' only");
+    if (gc_options && !is_gc)
+        return jit__cli_usage(verb, "--drop-toolchain and --drop-other-versions apply to 'cache "
+                                    "gc' only");
+    jit__cache_nvrtc_t drop[MAX_DROP_TOOLCHAINS];
+    jit__cache_gc_rules_t rules;
+    if ((rc = gc_rules(&drops, drop_versions, drop, &rules)) != 0)
+        return rc;
 
     jit__cache_t *c = NULL;
     jit__diag_t d;
@@ -338,7 +357,7 @@ int jit__cli_cache(int argc, char **argv) {
     } else if (is_stats) {
         rc = jit__cli_cache_stats(c, json);
     } else if (is_gc) {
-        rc = do_gc(c, toolkit_dir, dry_run, json);
+        rc = do_gc(c, &rules, dry_run, json);
     } else {
         rc = do_clear(c, json);
     }
