@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fault injection on the kernel cache (issue 8): every class of damage a cache directory can
-# suffer, applied one at a time to a copy of a small real cache. For each class:
+# Fault injection on the kernel cache: every class of damage a cache directory can suffer, and
+# entries that are no damage at all (built by another NVRTC or another jitgemm version, which
+# other hosts serve), applied one at a time to a copy of a small real cache. For each class:
 #
 #   1. `jitgemm cache verify` reports it (exit 1, and a line naming the problem) and changes
 #      nothing: a hash of the whole tree (names, types, modes, owners, sizes, mtimes, link
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
     --only) only="$2"; shift ;;
     --keep) keep=1 ;;
     --list) list_only=1 ;;
-    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "cache-faults: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -190,6 +191,17 @@ fault_orphan_cubin() {
 # Documented as invisible to verify (it checks kernels/ and the index only); gc still cleans.
 fault_stale_temporary() { echo partial >"$W/tmp/999.1.$E.cubin" && old "$W/tmp/999.1.$E.cubin"; want_rc=0; }
 fault_stale_lock_file() { : >"$W/locks/fedcba9876543210fedcba9876543210.lock"; want_rc=0; }
+
+# No damage: valid entries that a host with another NVRTC, or still running another jitgemm
+# version, is served. Sidecar and manifest agree, so verify is clean, and gc must keep them:
+# with no victims, losing one fails the class.
+other_build() { # other_build PYTHON-EXPRESSION-ON-e : the same edit to E's sidecar and index entry
+    json_edit "$(S)" "e = d; $1" && json_edit "$W/$M" "e = d['entries']['$E']; $1"
+    want_rc=0
+}
+fault_valid_other_nvrtc() { other_build "e['toolchain'] = {'nvrtc': '12.8', 'nvjitlink': '12.8'}"; }
+fault_valid_other_device_code() { other_build "e['device_hash'] = '0123456789abcdef0123456789abcdef'"; }
+fault_valid_other_key_format() { other_build "e['generator_version'] = 4"; }
 
 classes=$(declare -F | sed -n 's/^declare -f fault_//p')
 if [ "$list_only" = 1 ]; then
