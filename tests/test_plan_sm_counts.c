@@ -88,12 +88,11 @@ typedef struct where {
 static const char *where_text(const where_t *w) {
     static char buf[320];
     const jit__gemm_spec_t *s = w->spec;
-    int len = snprintf(buf, sizeof(buf),
-                       "%s family '%s' %s x %s -> %s %s %s n=%lld k=%lld band %d, %d SMs",
-                       w->arch->name, w->mode, jit_dtype_name(s->a), jit_dtype_name(s->b),
-                       jit_dtype_name(s->out), jit_scale_mode_name(s->scales),
-                       jit_epilogue_name(s->epilogue), (long long)s->n, (long long)s->k, w->band,
-                       w->sms);
+    int len = snprintf(
+        buf, sizeof(buf), "%s family '%s' %s x %s -> %s %s %s n=%lld k=%lld band %d, %d SMs",
+        w->arch->name, w->mode, jit_dtype_name(s->a), jit_dtype_name(s->b), jit_dtype_name(s->out),
+        jit_scale_mode_name(s->scales), jit_epilogue_name(s->epilogue), (long long)s->n,
+        (long long)s->k, w->band, w->sms);
     if (w->variant && len > 0 && (size_t)len < sizeof(buf))
         snprintf(buf + len, sizeof(buf) - (size_t)len, ", cta_group %d tile_n %d breuse %d",
                  w->variant->cta_group, w->variant->tile_n, w->variant->breuse);
@@ -116,8 +115,8 @@ static void check_wgmma(const jit__plan_t *p, const where_t *w) {
     const jit__wgmma_plan_t *wp = jit__wgmma_cof(p);
     cr_assert(wp->cluster == 1 || wp->cluster == 2, "%s: cluster %d", WHAT, wp->cluster);
     cr_assert_eq(p->cluster_m, wp->cluster, "%s", WHAT);
-    cr_assert_leq(wp->cluster, p->sm_count, "%s: a cluster of %d on %d SMs is never resident",
-                  WHAT, wp->cluster, p->sm_count);
+    cr_assert_leq(wp->cluster, p->sm_count, "%s: a cluster of %d on %d SMs is never resident", WHAT,
+                  wp->cluster, p->sm_count);
     int64_t ms[3];
     band_ms(p->token_band, ms);
     for (int i = 0; i < 3; i++) {
@@ -148,8 +147,8 @@ static void check_mma_sync(const jit__plan_t *p, const where_t *w) {
     for (int i = 0; i < 3; i++) {
         unsigned grid[3];
         jit__mma_sync_grid(p, ms[i], grid);
-        cr_assert(grid[0] >= 1 && grid[1] >= 1 && grid[2] >= 1, "%s: grid %ux%ux%u", WHAT,
-                  grid[0], grid[1], grid[2]);
+        cr_assert(grid[0] >= 1 && grid[1] >= 1 && grid[2] >= 1, "%s: grid %ux%ux%u", WHAT, grid[0],
+                  grid[1], grid[2]);
     }
 }
 
