@@ -2,8 +2,9 @@
  * The arch profile table. Sources, in docs/hardware-facts.md: F12 (TMEM), F13 (SMEM, the
  * 248 KiB cp.async.cg limit), F9 (instruction K), F4 (packed FP4), F2 (UE5M3), F16 (PTX
  * versions), F15 (sm_100f cubins on sm_107). Default SM counts matter only when no device is
- * present and none is given: they are the shipping parts' counts (H100/H200 132, B200 148,
- * RTX 5090 170); sm_103a's and sm_107a's are leads, not established figures.
+ * present and none is given: they are shipping parts' counts (H100/H200 132, B200 148, B300 148
+ * as reported, RTX 5090 170; every part's count is in jit/arch_parts.c, with its source in
+ * docs/plan.md); sm_107a's is a placeholder, since no Rubin part's count is public.
  */
 #include "arch.h"
 

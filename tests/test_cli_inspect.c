@@ -96,6 +96,26 @@ Test(cli_inspect, plan_json_is_the_library_json) {
     cli_free(&r);
 }
 
+/* A GPU of one SM (a MIG slice or a simulator can report it) plans like any other: on sm_90a
+ * the decode band's key, and the tile band's plan without a cluster of two. */
+Test(cli_inspect, one_sm_plans_and_keys) {
+    cli_result_t r = CLI(g_dir, NULL, "inspect", "--op", "linear", "--n", "1024", "--k", "1024",
+                         "--tokens", "1", "--arch", "sm_90a", "--sm-count", "1", "--key");
+    cr_assert_eq(r.rc, 0, "exit %d: %s", r.rc, r.err);
+    const char *hash = strncmp(r.out, "hash", 4) == 0 ? r.out + strspn(r.out + 4, " ") + 4 : "";
+    cr_expect(strspn(hash, "0123456789abcdef") == 32, "no key hash: %s", r.out);
+    cli_free(&r);
+    r = CLI(g_dir, NULL, "inspect", "--op", "linear", "--n", "1024", "--k", "1024", "--tokens",
+            "4096", "--arch", "sm_90a", "--sm-count", "1", "--plan", "--json");
+    cr_assert_eq(r.rc, 0, "exit %d: %s", r.rc, r.err);
+    json_t *plan = parse_json(r.out);
+    json_t *preferred = json_object_get(json_object_get(plan, "cluster"), "preferred");
+    cr_expect_eq(json_integer_value(json_array_get(preferred, 0)), 1, "%s", r.out);
+    cr_expect_eq(json_integer_value(json_object_get(plan, "sm_count")), 1, "%s", r.out);
+    json_decref(plan);
+    cli_free(&r);
+}
+
 Test(cli_inspect, rubin_target_is_native_or_a_declared_fallback) {
     json_t *k = key_of("sm_107a");
     const char *target = json_string_value(json_object_get(k, "target"));

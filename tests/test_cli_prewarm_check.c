@@ -197,7 +197,7 @@ Test(cli_prewarm_check, bad_targets_are_usage_errors) {
         {"sm_99a:132", "unknown"},
         {"sm_90a:0", "--target: expected an integer"},
         {"sm_90a:x", "--target: expected an integer"},
-        {":132", "expected ARCH or ARCH:SM_COUNT"},
+        {":132", "expected ARCH, ARCH:SM_COUNT or ARCH:all"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         cli_result_t r = CLI(g_cache, NULL, "prewarm", g_list, "--check", "--target", bad[i][0]);

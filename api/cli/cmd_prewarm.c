@@ -14,6 +14,7 @@
 #include "arch.h"
 #include "cache.h"
 #include "cli.h"
+#include "prewarm_targets.h"
 #include "shapes.h"
 
 const char jit__cli_prewarm_help[] =
@@ -35,6 +36,8 @@ const char jit__cli_prewarm_help[] =
     "                  repeat it for several\n"
     "                  targets, e.g. --target sm_90a:132 --target sm_107a:160. Replaces\n"
     "                  --arch, --sm-count and the file's target\n"
+    "  --target A:all  one target per SM count of arch A's shipping parts (docs/plan.md;\n"
+    "                  MIG slices not included): a cache that serves every one of them\n"
     "  --jobs J        parallel compiles (default 0: one per core)\n"
     "  --cache-dir D   cache directory (default $JITGEMM_CACHE_DIR, $XDG_CACHE_HOME/jitgemm,\n"
     "                  ~/.cache/jitgemm)\n"
@@ -43,12 +46,14 @@ const char jit__cli_prewarm_help[] =
     "                  are there, 1 when any is missing\n"
     "  --json          one JSON object per line per (target, entry, tokens) on stdout: name,\n"
     "                  op, n, k, tokens, arch, sm_count, key, status (compiled|cached|missing|\n"
-    "                  failed), seconds, error\n"
+    "                  duplicate|failed), seconds, error, same_as\n"
     "\n"
     "A progress bar is drawn on stderr when it is a terminal (never with --json). The summary\n"
     "(compiled / already cached / failed, with total and median seconds, and the context's\n"
     "counters) goes to stdout, or to stderr with --json, once per target, and ends with how\n"
-    "many of the kernels the cache directory now holds. With --check, each missing kernel is\n"
+    "many of the kernels the cache directory now holds. A kernel an earlier target of the run\n"
+    "already covered (another SM count that plans the same kernel) is a 'duplicate': not\n"
+    "prewarmed or checked again, and no failure. With --check, each missing kernel is\n"
     "one 'missing' line on stdout. With JITGEMM_COMPILE=never a kernel not in the cache is\n"
     "'missing' and not compiled.\n"
     "Exit status: 0 all compiled or cached and stored, 1 any failed or missing, any kernel is\n"
@@ -62,6 +67,10 @@ typedef struct record {
     double seconds;
     char key[JIT_KEY_HASH_LEN + 1];
     char *error;
+    /* The kernel of an earlier target of the run (the target it was first seen at): reported,
+     * not prewarmed again. */
+    int duplicate;
+    char same_as[48];
 } record_t;
 
 typedef struct state {
@@ -73,6 +82,9 @@ typedef struct state {
     int json, bar;
     const char *arch;
     int sm_count;
+    const char *parts;      /* " (H100 PCIe)" for an ARCH:all target, else "" */
+    const size_t *index_of; /* problem index of each one handed to jit_prewarm */
+    size_t prewarmed;       /* how many were */
     jit__cli_progress_t progress;
 } state_t;
 
@@ -83,6 +95,8 @@ static int is_missing(const record_t *r) {
 }
 
 static const char *result_word(const record_t *rec) {
+    if (rec->duplicate)
+        return "duplicate";
     if (is_missing(rec))
         return "missing";
     switch (rec->result) {
@@ -113,6 +127,7 @@ static void print_json_line(const state_t *s, size_t i) {
                         r->result == JIT_PREWARM_FAILED
                             ? json_string(r->error && *r->error ? r->error : "unknown error")
                             : json_null());
+    json_object_set_new(o, "same_as", r->duplicate ? json_string(r->same_as) : json_null());
     /* Microseconds are plenty; the default 17 digits only show the clock's noise. */
     char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     json_decref(o);
@@ -125,9 +140,10 @@ static void print_json_line(const state_t *s, size_t i) {
 
 static void on_progress(const jit_prewarm_event_t *ev, void *user) {
     state_t *s = user;
-    if (ev->index >= s->count)
+    if (ev->index >= s->prewarmed)
         return;
-    record_t *r = &s->rec[ev->index];
+    size_t index = s->index_of[ev->index];
+    record_t *r = &s->rec[index];
     r->done = 1;
     r->result = ev->result;
     r->status = ev->status;
@@ -145,7 +161,7 @@ static void on_progress(const jit_prewarm_event_t *ev, void *user) {
     else
         s->progress.failed++;
     if (s->json)
-        print_json_line(s, ev->index);
+        print_json_line(s, index);
     if (s->bar)
         jit__cli_progress_draw(&s->progress, stderr, 0);
 }
@@ -155,7 +171,7 @@ static void summary_line(FILE *f, const state_t *s, jit_prewarm_result_t which, 
     size_t n = 0;
     double total = 0;
     for (size_t i = 0; i < s->count && t; i++)
-        if (s->rec[i].done && s->rec[i].result == which) {
+        if (s->rec[i].done && !s->rec[i].duplicate && s->rec[i].result == which) {
             t[n++] = s->rec[i].seconds;
             total += s->rec[i].seconds;
         }
@@ -175,8 +191,8 @@ static int cmp_key(const void *a, const void *b) {
 enum { KEYS_GOOD, KEYS_MISSING };
 
 /* The distinct keys of the problems that did not fail (KEYS_GOOD) or were missing from the cache
- * (KEYS_MISSING), into *keys (malloc'd, pointing into the records), by sorting: a list may hold a
- * million problems. */
+ * (KEYS_MISSING), duplicates of an earlier target left out (that target counted them), into
+ * *keys (malloc'd, pointing into the records), by sorting: a list may hold a million problems. */
 static size_t distinct_keys(const state_t *s, int which, const char ***keys) {
     const char **k = malloc((s->count ? s->count : 1) * sizeof(*k));
     size_t n = 0, w = 0;
@@ -184,7 +200,7 @@ static size_t distinct_keys(const state_t *s, int which, const char ***keys) {
     if (!k)
         return 0;
     for (size_t i = 0; i < s->count; i++)
-        if (s->rec[i].done && s->rec[i].key[0] &&
+        if (s->rec[i].done && s->rec[i].key[0] && !s->rec[i].duplicate &&
             (which == KEYS_MISSING ? is_missing(&s->rec[i])
                                    : s->rec[i].result != JIT_PREWARM_FAILED))
             k[n++] = s->rec[i].key;
@@ -234,14 +250,34 @@ static void print_counters(FILE *f, jit_context_t *ctx) {
             (unsigned long long)st.not_in_cache, (unsigned long long)st.failures);
 }
 
+/* The problems whose kernel an earlier target of the run covered, and how many kernels that
+ * is; nothing when there are none, so a single target's summary is as it always was. */
+static void duplicates_line(FILE *f, const state_t *s) {
+    const char **k = malloc((s->count ? s->count : 1) * sizeof(*k));
+    size_t problems = 0, kernels = 0;
+    for (size_t i = 0; i < s->count && k; i++)
+        if (s->rec[i].duplicate)
+            k[problems++] = s->rec[i].key;
+    if (problems > 1)
+        qsort(k, problems, sizeof(*k), cmp_key);
+    for (size_t i = 0; i < problems; i++)
+        kernels += i == 0 || strcmp(k[i - 1], k[i]) != 0;
+    free(k);
+    if (problems)
+        fprintf(f, "  duplicates      %5zu %s (%zu %s) of an earlier target, not prewarmed again\n",
+                kernels, kernels == 1 ? "kernel" : "kernels", problems,
+                problems == 1 ? "problem" : "problems");
+}
+
 static void print_summary(FILE *f, const state_t *s, jit_context_t *ctx, const char *dir,
                           size_t kernels, size_t stored, double wall) {
-    fprintf(f, "prewarm: %zu %s, %zu distinct %s, %s with %d SMs, %.2f s\n", s->count,
+    fprintf(f, "prewarm: %zu %s, %zu distinct %s, %s with %d SMs%s, %.2f s\n", s->count,
             s->count == 1 ? "problem" : "problems", kernels, kernels == 1 ? "kernel" : "kernels",
-            jit_context_arch(ctx), jit_context_sm_count(ctx), wall);
+            jit_context_arch(ctx), jit_context_sm_count(ctx), s->parts, wall);
     fprintf(f, "  cache           %s\n", dir);
     summary_line(f, s, JIT_PREWARM_COMPILED, "compiled");
     summary_line(f, s, JIT_PREWARM_CACHED, "already cached");
+    duplicates_line(f, s);
     summary_line(f, s, JIT_PREWARM_FAILED, "failed");
     print_counters(f, ctx);
     fprintf(f, "  stored in cache %5zu of %zu\n", stored, kernels);
@@ -256,14 +292,9 @@ typedef struct run_opts {
     const jit_problem_t *problems;
     const size_t *entry_of;
     size_t count;
+    /* With several targets: the kernels the earlier ones covered (NULL with one target). */
+    jit__cli_keyset_t *seen;
 } run_opts_t;
-
-typedef struct target {
-    const char *arch; /* NULL: the file's, else the GPU's */
-    /* 0: the file's, else the arch's; -1 (a --target without :N): the file's only when the
-     * file names the same arch, since an SM count belongs to one GPU type. */
-    int sm_count;
-} target_t;
 
 /* --check: one line per missing problem, then the summary. The keys are the ones a compile
  * would have produced, so a later prewarm fills exactly these. */
@@ -286,16 +317,83 @@ static void report_check(const state_t *s, jit_context_t *ctx, const char *dir) 
             s->rec[i].done && s->rec[i].result == JIT_PREWARM_FAILED && !is_missing(&s->rec[i]);
     }
     FILE *f = s->json ? stderr : stdout;
-    fprintf(f, "check: %zu %s, %s with %d SMs\n", s->count, s->count == 1 ? "problem" : "problems",
-            jit_context_arch(ctx), jit_context_sm_count(ctx));
+    fprintf(f, "check: %zu %s, %s with %d SMs%s\n", s->count,
+            s->count == 1 ? "problem" : "problems", jit_context_arch(ctx),
+            jit_context_sm_count(ctx), s->parts);
     fprintf(f, "  cache           %s\n", dir);
     fprintf(f, "  in the cache    %5zu %s\n", present, present == 1 ? "kernel" : "kernels");
     fprintf(f, "  missing         %5zu %s (%zu %s)\n", missing, missing == 1 ? "kernel" : "kernels",
             missing_problems, missing_problems == 1 ? "problem" : "problems");
+    duplicates_line(f, s);
     fprintf(f, "  failed          %5zu %s\n", failed, failed == 1 ? "problem" : "problems");
 }
 
-static int prewarm_target(const run_opts_t *o, const target_t *t) {
+/* The problems a target hands to jit_prewarm, into `todo` (s->index_of maps them back): every
+ * one, or with several targets those whose kernel no earlier target of the run covered. The
+ * others are recorded (and with --json printed) as duplicates now. Each problem's key goes to
+ * keys[i] ("" where it does not plan: the prewarm reports why), computed as the prewarm
+ * computes it, so that two SM counts whose plans give one kernel share it. */
+static void split_duplicates(const run_opts_t *o, jit_context_t *ctx, state_t *s, size_t *index_of,
+                             jit_problem_t *todo, char (*keys)[JIT_KEY_HASH_LEN + 1]) {
+    s->prewarmed = 0;
+    s->index_of = index_of;
+    for (size_t i = 0; i < s->count; i++) {
+        long seen = -1;
+        keys[i][0] = '\0';
+        if (o->seen && jit__cli_problem_key(ctx, &o->problems[i], keys[i]) == 0)
+            seen = jit__cli_keyset_find(o->seen, keys[i]);
+        if (seen < 0) {
+            index_of[s->prewarmed] = i;
+            todo[s->prewarmed++] = o->problems[i];
+            continue;
+        }
+        record_t *r = &s->rec[i];
+        r->done = r->duplicate = 1;
+        r->result = JIT_PREWARM_CACHED;
+        snprintf(r->key, sizeof(r->key), "%s", keys[i]);
+        snprintf(r->same_as, sizeof(r->same_as), "%s", o->seen->where[seen]);
+        s->progress.done++;
+        s->progress.cached++;
+        if (s->json)
+            print_json_line(s, i);
+    }
+}
+
+/* After a target: its kernels are covered for the later targets of the run. */
+static int remember_keys(const run_opts_t *o, const state_t *s,
+                         char (*keys)[JIT_KEY_HASH_LEN + 1]) {
+    char where[48];
+    snprintf(where, sizeof(where), "%s:%d", s->arch, s->sm_count);
+    for (size_t i = 0; o->seen && i < s->count; i++)
+        if (keys[i][0] && jit__cli_keyset_add(o->seen, keys[i], where) != 0)
+            return -1;
+    return 0;
+}
+
+/* Each failed problem as an error (a missing one too, unless --check lists it on stdout). */
+static void report_failures(const run_opts_t *o, const state_t *s, size_t *failed,
+                            size_t *missing) {
+    for (size_t i = 0; i < s->count; i++) {
+        if (!s->rec[i].done || s->rec[i].result != JIT_PREWARM_FAILED)
+            continue;
+        if (is_missing(&s->rec[i])) {
+            (*missing)++;
+            if (o->check)
+                continue; /* listed on stdout by report_check */
+        } else {
+            (*failed)++;
+        }
+        /* Which target failed matters only when there are several. */
+        char where[48] = "";
+        if (o->several_targets)
+            snprintf(where, sizeof(where), " on %s:%d", s->arch, s->sm_count);
+        jit__cli_error("%s (tokens %lld)%s: %s", o->list->entries[o->entry_of[i]].name,
+                       (long long)o->problems[i].m, where,
+                       s->rec[i].error ? s->rec[i].error : "failed");
+    }
+}
+
+static int prewarm_target(const run_opts_t *o, const jit__cli_target_t *t) {
     const jit__shape_list_t *list = o->list;
     jit_context_t *ctx = NULL;
     /* The file's SM count belongs to the file's arch: a target naming another arch without a
@@ -321,49 +419,49 @@ static int prewarm_target(const run_opts_t *o, const target_t *t) {
         return JIT_CLI_FAILED;
     }
 
+    char parts[192] = "";
+    if (t->parts && *t->parts)
+        snprintf(parts, sizeof(parts), " (%s)", t->parts);
     state_t s = {.list = list,
                  .json = o->json,
                  .problems = o->problems,
                  .entry_of = o->entry_of,
                  .count = o->count,
                  .arch = arch,
-                 .sm_count = jit_context_sm_count(ctx)};
-    s.rec = calloc(s.count ? s.count : 1, sizeof(*s.rec));
-    if (!s.rec) {
+                 .sm_count = jit_context_sm_count(ctx),
+                 .parts = parts};
+    size_t alloc = s.count ? s.count : 1;
+    s.rec = calloc(alloc, sizeof(*s.rec));
+    size_t *index_of = malloc(alloc * sizeof(*index_of));
+    jit_problem_t *todo = malloc(alloc * sizeof(*todo));
+    char(*problem_keys)[JIT_KEY_HASH_LEN + 1] = malloc(alloc * sizeof(*problem_keys));
+    if (!s.rec || !index_of || !todo || !problem_keys) {
         jit__cli_error("out of memory");
+        free(s.rec), free(index_of), free(todo), free(problem_keys);
         jit_context_destroy(ctx);
         return JIT_CLI_FAILED;
     }
     s.bar = !o->json && isatty(2);
     s.progress.total = s.count;
     s.progress.width = 30;
-    if (s.bar)
-        jit__cli_progress_draw(&s.progress, stderr, 0);
 
     double t0 = jit__cli_now();
-    jit_status_t st = jit_prewarm(ctx, o->problems, s.count, o->jobs, on_progress, &s);
+    split_duplicates(o, ctx, &s, index_of, todo, problem_keys);
+    if (s.bar)
+        jit__cli_progress_draw(&s.progress, stderr, 0);
+    jit_status_t st = jit_prewarm(ctx, todo, s.prewarmed, o->jobs, on_progress, &s);
     double wall = jit__cli_now() - t0;
     if (s.bar)
         jit__cli_progress_draw(&s.progress, stderr, 1);
+    int remembered = remember_keys(o, &s, problem_keys) == 0;
+    free(todo);
+    free(problem_keys);
 
     size_t failed = 0, missing = 0;
-    for (size_t i = 0; i < s.count; i++) {
-        if (!s.rec[i].done || s.rec[i].result != JIT_PREWARM_FAILED)
-            continue;
-        if (is_missing(&s.rec[i])) {
-            missing++;
-            if (o->check)
-                continue; /* listed on stdout by report_check */
-        } else {
-            failed++;
-        }
-        /* Which target failed matters only when there are several. */
-        char where[48] = "";
-        if (o->several_targets)
-            snprintf(where, sizeof(where), " on %s:%d", arch, s.sm_count);
-        jit__cli_error("%s (tokens %lld)%s: %s", list->entries[o->entry_of[i]].name,
-                       (long long)o->problems[i].m, where,
-                       s.rec[i].error ? s.rec[i].error : "failed");
+    report_failures(o, &s, &failed, &missing);
+    if (!remembered) {
+        jit__cli_error("out of memory: the later targets may prewarm this one's kernels again");
+        failed++;
     }
     /* A failure the callback never saw (bad arguments, no toolchain) still has to be shown. */
     if (st != JIT_OK && failed == 0 && missing == 0) {
@@ -398,46 +496,17 @@ static int prewarm_target(const run_opts_t *o, const target_t *t) {
     for (size_t i = 0; i < s.count; i++)
         free(s.rec[i].error);
     free(s.rec);
+    free(index_of);
     jit_context_destroy(ctx);
     return rc;
-}
-
-#define MAX_TARGETS 16
-
-/* "sm_90a:132" or "sm_90a". The arch is checked by the library's parser; the text is kept
- * (split in `buf`) so messages show what was typed. */
-static int parse_target(const char *verb, const char *text, char *buf, size_t bufsz, target_t *t) {
-    if (snprintf(buf, bufsz, "%s", text) >= (int)bufsz)
-        return jit__cli_usage(verb, "--target '%.40s...': too long", text);
-    char *colon = strchr(buf, ':');
-    int64_t sms = -1;
-    int rc;
-    if (colon) {
-        *colon = '\0';
-        if ((rc = jit__cli_int(verb, "target", colon + 1, 1, 1000000, &sms)))
-            return rc;
-    }
-    if (!*buf)
-        return jit__cli_usage(verb,
-                              "--target '%s': expected ARCH or ARCH:SM_COUNT (e.g. "
-                              "sm_90a:132)",
-                              text);
-    if (!jit__arch_find(buf))
-        return jit__cli_usage(verb,
-                              "--target '%s': unknown architecture '%s' (known: sm_90a, sm_100a, "
-                              "sm_103a, sm_107a, sm_120a)",
-                              text, buf);
-    t->arch = buf;
-    t->sm_count = (int)sms;
-    return 0;
 }
 
 int jit__cli_prewarm(int argc, char **argv) {
     const char *verb = "prewarm";
     const char *arch = NULL, *sm_text = NULL, *jobs_text = NULL, *cache_dir = NULL;
     int json = 0, check = 0;
-    const char *target_texts[MAX_TARGETS];
-    jit__cli_multi_t targets_given = {"target", "A:N", target_texts, 0, MAX_TARGETS};
+    const char *target_texts[JIT_CLI_MAX_TARGETS_GIVEN];
+    jit__cli_multi_t targets_given = {"target", "A:N", target_texts, 0, JIT_CLI_MAX_TARGETS_GIVEN};
     const jit__cli_opt_t opts[] = {
         {"arch", "A", &arch, NULL},      {"sm-count", "N", &sm_text, NULL},
         {"jobs", "J", &jobs_text, NULL}, {"cache-dir", "D", &cache_dir, NULL},
@@ -461,16 +530,12 @@ int jit__cli_prewarm(int argc, char **argv) {
                               "--target names the arch and SM count; it does not combine "
                               "with --%s",
                               arch ? "arch" : "sm-count");
-    target_t targets[MAX_TARGETS];
-    char target_bufs[MAX_TARGETS][64];
-    size_t n_targets = targets_given.count;
-    for (size_t i = 0; i < n_targets; i++)
-        if ((rc = parse_target(verb, target_texts[i], target_bufs[i], sizeof(target_bufs[i]),
-                               &targets[i])))
-            return rc;
-    if (n_targets == 0) {
-        targets[0] = (target_t){arch, (int)sm_count};
-        n_targets = 1;
+    static jit__cli_targets_t targets;
+    if ((rc = jit__cli_targets_parse(verb, target_texts, targets_given.count, &targets)))
+        return rc;
+    if (targets.count == 0) {
+        targets.items[0] = (jit__cli_target_t){arch, (int)sm_count, ""};
+        targets.count = 1;
     }
 
     jit__shape_list_t list;
@@ -492,6 +557,7 @@ int jit__cli_prewarm(int argc, char **argv) {
     o.count = jit__shapes_problem_count(&list);
     jit_problem_t *problems = calloc(o.count ? o.count : 1, sizeof(*problems));
     size_t *entry_of = calloc(o.count ? o.count : 1, sizeof(*entry_of));
+    jit__cli_keyset_t seen = {0};
     if (!problems || !entry_of) {
         jit__cli_error("out of memory");
         rc = JIT_CLI_FAILED;
@@ -499,14 +565,16 @@ int jit__cli_prewarm(int argc, char **argv) {
         jit__shapes_problems(&list, problems, entry_of);
         o.problems = problems;
         o.entry_of = entry_of;
-        o.several_targets = n_targets > 1;
+        o.several_targets = targets.count > 1;
+        o.seen = o.several_targets ? &seen : NULL;
         /* Every target runs even after one fails: a fleet wants the whole picture at once. */
-        for (size_t t = 0; t < n_targets; t++) {
-            int trc = prewarm_target(&o, &targets[t]);
+        for (size_t t = 0; t < targets.count; t++) {
+            int trc = prewarm_target(&o, &targets.items[t]);
             if (trc > rc)
                 rc = trc;
         }
     }
+    jit__cli_keyset_free(&seen);
     free(problems);
     free(entry_of);
     jit__shapes_free(&list);

@@ -24,7 +24,8 @@ typedef struct verb {
 static const verb_t k_verbs[] = {
     {"prewarm", jit__cli_prewarm, jit__cli_prewarm_help,
      "compile every kernel a shape list needs into the cache, for one or more\n"
-     "            --target ARCH:SMS; --check lists what the cache lacks, compiling nothing"},
+     "            --target ARCH:SMS (ARCH:all: every SM count of the arch's parts);\n"
+     "            --check lists what the cache lacks, compiling nothing"},
     {"inspect", jit__cli_inspect, jit__cli_inspect_help,
      "show the key, plan, source, PTX, SASS (--sass), cubin (--cubin --out DIR)\n"
      "            or cache entry of one problem"},

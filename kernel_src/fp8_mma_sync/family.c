@@ -76,6 +76,8 @@ static double modelled_us(const jit__plan_t *p, int64_t m) {
         per_sm = 2048 / p->threads;
     double k = (double)s->k;
     int64_t ctas = (m + p->tile_m - 1) / p->tile_m * ((s->n + p->tile_n - 1) / p->tile_n);
+    /* No cluster, and a grid of one CTA per output tile whatever the SM count: the SM count
+     * (at least 1, jit__spec_check) only sets how many waves the tiles take. */
     int64_t slots = (int64_t)p->sm_count * per_sm;
     int64_t waves = (ctas + slots - 1) / slots;
     double t_mma = 2.0 * p->tile_m * p->tile_n * k / (c->mma_flops_per_sm / per_sm);

@@ -280,7 +280,11 @@ static jit_status_t plan(jit__plan_t *p, jit__diag_t *d) {
             continue;
         if (stages < 3)
             continue;
-        for (int cluster = 1; cluster <= max_cluster && p->n_candidates < JIT_PLAN_MAX_CANDIDATES;
+        /* A cluster's CTAs run on distinct SMs at once, so a cluster larger than the GPU can
+         * never be resident: not a candidate there (the model would size a grid of no whole
+         * cluster, and the launch would be refused). One SM still runs the single-CTA tile. */
+        for (int cluster = 1; cluster <= max_cluster && cluster <= p->sm_count &&
+                              p->n_candidates < JIT_PLAN_MAX_CANDIDATES;
              cluster++) {
             for (int j = 0; j < n_ms; j++)
                 t[p->n_candidates][j] = modelled_us(p, bm, bn, cluster, ms[j]);

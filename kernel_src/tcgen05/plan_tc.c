@@ -282,7 +282,8 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
         want = *v;
     int64_t band_lo, band_hi;
     jit__token_band_range(token_band, &band_lo, &band_hi);
-    /* One CTA per MMA up to 256 tokens: a 2-CTA pair needs M tiles to pair. */
+    /* One CTA per MMA up to 256 tokens: a 2-CTA pair needs M tiles to pair, and two SMs (the
+     * pair runs on two at once), so one SM plans single CTAs at every band. */
     int cta_group = want.cta_group ? want.cta_group : (band_hi <= 256 || sm_count < 2 ? 1 : 2);
     if (cta_group != 1 && cta_group != 2)
         return jit__fail(d, JIT_INVALID_ARGUMENT, "cta_group must be 1 or 2, got %d", cta_group);
@@ -399,6 +400,9 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
         pm = 1, fm = 0;
     else
         pm = 2, fm = 1;
+    /* A cluster's CTAs are resident on distinct SMs together: when the SMs cannot hold one
+     * preferred cluster, the fallback shape (which always fits: one CTA, or the pair already
+     * checked above) is the only one, so the grid below holds at least one cluster. */
     if (fm && sm_count < pm * pn)
         pm = fm, fm = 0;
     tc->cluster_m = pm;

@@ -133,3 +133,20 @@ def test_no_arch_without_a_gpu_names_the_fix():
         assert "no arch given and no GPU" in e.message
     else:
         pytest.skip("a GPU is present: the arch was detected")
+
+
+def test_one_sm_returns_a_key(build_dir):
+    """A GPU of one SM plans like any other. Run in a child interpreter, so that a planner that
+    divides by zero fails this test instead of killing the whole run."""
+    from conftest import PYTHON_DIR, run_python
+
+    code = ("import jitgemm\n"
+            "k = jitgemm.inspect('linear', 1024, 1024, 1, what='key', arch='sm_90a', sm_count=1)\n"
+            "p = jitgemm.inspect('linear', 1024, 1024, 4096, arch='sm_90a', sm_count=1)\n"
+            "print(k['hash'], p['sm_count'], p['cluster']['preferred'][0])\n")
+    rc, out, err = run_python(code, {"JITGEMM_LIBRARY": str(build_dir / "libjitgemm.so"),
+                                     "PYTHONPATH": str(PYTHON_DIR)})
+    assert rc == 0, "exit %d: %s" % (rc, err)
+    key_hash, sms, cluster = out.split()
+    assert re.fullmatch(r"[0-9a-f]{32}", key_hash)
+    assert sms == "1" and cluster == "1"
