@@ -220,7 +220,7 @@ Test(cli_inspect, out_writes_every_stage) {
     json_decref(k);
 }
 
-/* ---- --out in a directory others could have prepared (issue 8, D6) ------------------------ */
+/* ---- --out in a directory others could have prepared ------------------------------------- */
 
 /* A link planted where a stage file goes is replaced; the file it pointed at is untouched. */
 Test(cli_inspect, out_never_writes_through_a_planted_link) {
@@ -271,4 +271,22 @@ Test(cli_inspect, out_refuses_a_directory_others_can_write) {
         cr_expect_eq(tc_files(dirs[i]), 0, "%s: files were written", dirs[i]);
         cli_free(&r);
     }
+}
+
+/* A link planted at DIR itself is refused, wherever it points: root would otherwise write into
+ * a directory another user chose, which passes every check made on the link's target (root
+ * owns it, nobody else can write it). The directory pointed at here is the test's own, which
+ * passes those checks the same way. */
+Test(cli_inspect, out_refuses_a_link_at_dir) {
+    char target[1024], link[1024];
+    snprintf(target, sizeof(target), "%s/chosen-by-someone", g_dir);
+    snprintf(link, sizeof(link), "%s/out-link", g_dir);
+    cr_assert_eq(mkdir(target, 0700), 0);
+    cr_assert_eq(symlink(target, link), 0);
+    cli_result_t r =
+        CLI(g_dir, NULL, "inspect", PROBLEM, "--arch", "sm_90a", "--key", "--out", link);
+    cr_expect_eq(r.rc, 1, "exit %d: %s", r.rc, r.err);
+    cr_expect(strstr(r.err, link) && strstr(r.err, "symbolic link"), "%s", r.err);
+    cli_free(&r);
+    cr_expect_eq(tc_files(target), 0, "files were written where the link points");
 }

@@ -4,15 +4,13 @@
  * the cache). The plan and the entry are JSON already and are printed as the library wrote
  * them, so scripts reading `--plan --json` see exactly the fields docs/plan.md documents.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "kernel_dir.h"
 
 const char jit__cli_inspect_help[] =
     "Usage: jitgemm inspect --op OP --n N --k K --tokens T [--a A] [--b B] [--scales S]\n"
@@ -53,8 +51,9 @@ const char jit__cli_inspect_help[] =
     "                  the default prints {\"key\": {...}, \"plan\": {...}}\n"
     "  --out DIR       write key.txt, plan.json, kernel.cu, kernel.ptx and entry.json to DIR;\n"
     "                  with a stage, only that stage's file (kernel.sass, kernel.cubin, ...).\n"
-    "                  DIR is created if missing and refused if another user owns it or can\n"
-    "                  write to it; a file is never written through a link planted there\n"
+    "                  DIR is created if missing and refused if it is a symbolic link or\n"
+    "                  another user owns it or can write to it; a file is never written\n"
+    "                  through a link planted there\n"
     "\n"
     "Exit status: 0 success, 1 the pipeline failed, 2 bad command line.\n";
 
@@ -157,75 +156,6 @@ static void print_json_value(json_t *o) {
     free(text);
 }
 
-/* Write `text` to DIR/name through a fresh temporary: O_EXCL|O_NOFOLLOW cannot open anything
- * already there (a planted link or file), and renameat replaces a link at `name` itself, never
- * the file it points at. */
-static int write_file(int dfd, const char *dir, const char *name, const void *data, size_t len) {
-    const char *text = data;
-    char tmp[128];
-    snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, (long)getpid());
-    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    int err = fd < 0 ? errno : 0;
-    size_t off = 0;
-    while (!err && off < len) {
-        ssize_t w = write(fd, text + off, len - off);
-        if (w < 0 && errno != EINTR)
-            err = errno;
-        else if (w > 0)
-            off += (size_t)w;
-    }
-    if (fd >= 0 && close(fd) != 0 && !err)
-        err = errno;
-    if (!err && renameat(dfd, tmp, dfd, name) != 0)
-        err = errno;
-    if (err) {
-        if (fd >= 0)
-            unlinkat(dfd, tmp, 0);
-        jit__cli_error("cannot write %s/%s: %s", dir, name, strerror(err));
-        return JIT_CLI_FAILED;
-    }
-    printf("wrote %s/%s\n", dir, name);
-    return 0;
-}
-
-/* The files are written as the invoking user (often root) into a directory the user named;
- * if another user can write there, they can swap names under us between any check and any
- * write, so such a directory is refused outright. */
-static int open_out_dir(const char *dir, int *dfd) {
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        jit__cli_error("cannot create %s: %s", dir, strerror(errno));
-        return JIT_CLI_FAILED;
-    }
-    *dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (*dfd < 0) {
-        jit__cli_error(errno == ENOTDIR ? "%s is not a directory" : "cannot open %s: %s", dir,
-                       strerror(errno));
-        return JIT_CLI_FAILED;
-    }
-    struct stat st;
-    const char *why = NULL;
-    char reason[96];
-    if (fstat(*dfd, &st) != 0) {
-        snprintf(reason, sizeof(reason), "cannot stat it: %s", strerror(errno));
-        why = reason;
-    } else if (st.st_uid != geteuid()) {
-        snprintf(reason, sizeof(reason), "it is owned by another user (uid %u)",
-                 (unsigned)st.st_uid);
-        why = reason;
-    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        snprintf(reason, sizeof(reason), "another user can write to it (mode %04o)",
-                 (unsigned)(st.st_mode & 07777));
-        why = reason;
-    }
-    if (why) {
-        jit__cli_error("--out %s: refused: %s; use a directory only you can write", dir, why);
-        close(*dfd);
-        *dfd = -1;
-        return JIT_CLI_FAILED;
-    }
-    return 0;
-}
-
 static int nvdisasm_missing(void) {
     jit__cli_error("inspect --sass: nvdisasm not found: looked in jitgemm-toolkits/cuda-*/bin "
                    "beside the program, in bin/ of $JITGEMM_TOOLKIT_DIR, $CUDA_HOME, $CUDA_PATH "
@@ -275,7 +205,7 @@ static int stage_bytes(jit_context_t *ctx, const jit_problem_t *p, const stage_t
 static int write_all(jit_context_t *ctx, const jit_problem_t *p, const char *dir,
                      const stage_t *only, const char *nvdisasm) {
     int dfd = -1;
-    int rc = open_out_dir(dir, &dfd);
+    int rc = jit__cli_out_open("--out", dir, 1, &dfd);
     for (size_t i = 0; !rc && i < N_STAGES; i++) {
         const stage_t *s = &k_stages[i];
         if (only ? s != only : s->kind != STAGE_TEXT)
@@ -284,7 +214,7 @@ static int write_all(jit_context_t *ctx, const jit_problem_t *p, const char *dir
         size_t len = 0;
         rc = stage_bytes(ctx, p, s, nvdisasm, &data, &len);
         if (!rc)
-            rc = write_file(dfd, dir, s->file, data, len);
+            rc = jit__cli_out_write(dfd, dir, s->file, data, len);
         free(data);
     }
     if (dfd >= 0)
