@@ -118,6 +118,7 @@ int jit__cli_disassemble(const char *nvdisasm, const void *cubin, size_t size, c
 
 int jit__cli_prewarm(int argc, char **argv);
 int jit__cli_inspect(int argc, char **argv);
+int jit__cli_rebuild(int argc, char **argv);
 int jit__cli_cache(int argc, char **argv);
 /* `cache export FILE` / `cache import FILE` (action "export" or "import"). */
 int jit__cli_cache_archive(const char *action, const char *file, const char *cache_dir,
@@ -131,6 +132,7 @@ int jit__cli_cache_stats(struct jit__cache *c, int json);
 /* Each verb's help text, for `jitgemm help VERB` and `VERB --help`. */
 extern const char jit__cli_prewarm_help[];
 extern const char jit__cli_inspect_help[];
+extern const char jit__cli_rebuild_help[];
 extern const char jit__cli_cache_help[];
 extern const char jit__cli_run_help[];
 

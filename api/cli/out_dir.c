@@ -1,6 +1,6 @@
 /*
- * The directories `inspect --out DIR` writes into. It runs as whoever asks, often root, on a
- * path another user may have prepared. Every step
+ * The directories `inspect --out DIR` writes into and `rebuild DIR` reads from and writes into.
+ * Both run as whoever asks, often root, on a path another user may have prepared. Every step
  * therefore works on descriptors: DIR and each folder below it are opened with O_NOFOLLOW and
  * judged by fstat on the open descriptor (a directory the caller owns that nobody else can
  * write), and each file is reached with openat relative to the folder already vetted. A link
@@ -162,5 +162,55 @@ int jit__cli_out_write(int dfd, const char *dir, const char *rel, const void *da
         return JIT_CLI_FAILED;
     }
     printf("wrote %s/%s\n", dir, rel);
+    return 0;
+}
+
+int jit__cli_out_read(int dfd, const char *dir, const char *rel, char **text, size_t *len) {
+    *text = NULL;
+    *len = 0;
+    if (!jit__cli_out_path_ok(rel)) {
+        jit__cli_error("cannot read %s/%s: not a relative path of plain names", dir, rel);
+        return JIT_CLI_FAILED;
+    }
+    const char *base = NULL;
+    int fd_dir = folder_of(dfd, dir, rel, 0, &base);
+    if (fd_dir < 0)
+        return JIT_CLI_FAILED;
+    int fd = openat(fd_dir, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int err = fd < 0 ? errno : 0;
+    close(fd_dir);
+    struct stat st;
+    if (!err && fstat(fd, &st) != 0)
+        err = errno;
+    else if (!err && !S_ISREG(st.st_mode))
+        err = EINVAL; /* a FIFO or a device could block or never end */
+    else if (!err && st.st_size > ((off_t)64 << 20))
+        err = EFBIG; /* no source or header comes near it */
+    char *buf = !err ? malloc((size_t)st.st_size + 1) : NULL;
+    if (!err && !buf)
+        err = ENOMEM;
+    size_t got = 0;
+    while (!err && got < (size_t)st.st_size) {
+        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+        if (r < 0 && errno != EINTR)
+            err = errno;
+        else if (r == 0)
+            break;
+        else if (r > 0)
+            got += (size_t)r;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (err) {
+        free(buf);
+        jit__cli_error("cannot read %s/%s: %s", dir, rel,
+                       err == ELOOP    ? "it is a symbolic link"
+                       : err == EINVAL ? "it is not a regular file"
+                                       : strerror(err));
+        return JIT_CLI_FAILED;
+    }
+    buf[got] = '\0';
+    *text = buf;
+    *len = got;
     return 0;
 }
