@@ -432,3 +432,46 @@ Test(archive, export_replaces_an_own_file_atomically) {
     struct stat st;
     cr_expect(lstat(out_path("new.jitgemm"), &st) == 0 && S_ISREG(st.st_mode));
 }
+
+/* A name that came from a file is printed with its control bytes escaped: an archive is made by
+ * someone else, and a kernel name holding a terminal escape sequence would otherwise rewrite
+ * the screen (or the title, or the clipboard) of whoever lists the cache. */
+Test(archive, cache_list_escapes_an_imported_name) {
+    fill_source_cache();
+    jit__cache_t *c = NULL;
+    cr_assert_eq(jit__cache_open(g_src, 0, JIT_LOG_ERROR, &c, NULL), JIT_OK);
+    jit__cache_entry_t *list = NULL;
+    size_t n = 0;
+    cr_assert_eq(jit__cache_list(c, &list, &n, NULL), JIT_OK);
+    cr_assert_geq(n, 1);
+    jit__cache_entry_t e;
+    void *cubin = NULL;
+    size_t nc = 0;
+    int found = 0;
+    cr_assert_eq(jit__cache_get(c, list[0].hash, &e, &cubin, &nc, &found, NULL), JIT_OK);
+    cr_assert(found);
+    snprintf(e.kernel_name, sizeof(e.kernel_name), "k\033]0;owned\007\033[2J\302\233x\\");
+    char *json = jit__cache_entry_to_json(&e);
+    size_t cap = nc + (1 << 16);
+    char *buf = malloc(cap);
+    char *err = import_bytes(buf, forge(buf, cap, e.hash, json, cubin, nc));
+    cr_assert_null(err, "%s", err);
+
+    cli_result_t r = CLI(g_dst, NULL, "cache", "list");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_expect_null(strchr(r.out, '\033'), "an escape sequence was printed raw: %s", r.out);
+    cr_expect_null(strchr(r.out, '\007'), "a control byte was printed raw");
+    cr_expect_null(strstr(r.out, "\302\233"), "a C1 control (CSI) was printed raw");
+    cr_expect(strstr(r.out, "k\\x1b]0;owned\\x07\\x1b[2J\\xc2\\x9bx\\\\"), "%s", r.out);
+    cli_free(&r);
+    /* JSON escapes it by itself. */
+    r = CLI(g_dst, NULL, "cache", "list", "--json");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_expect_null(strchr(r.out, '\033'), "%s", r.out);
+    cli_free(&r);
+    free(buf);
+    free(json);
+    free(cubin);
+    free(list);
+    jit__cache_close(c);
+}
