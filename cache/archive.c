@@ -106,22 +106,24 @@ jit_status_t jit__cache_export(jit__cache_t *c, const char *path, const char *ar
     jit_status_t st = jit__cache_list(c, &entries, &n, d);
     if (st != JIT_OK)
         return st;
-    char tmp[JIT__CACHE_PATH_MAX + 32];
-    if (snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof(tmp)) {
+    /* Vetted before anything is created: see jit__out_file_open. */
+    jit__out_file_t target;
+    char why[JIT__CACHE_PATH_MAX + 512];
+    int fd = jit__out_file_open(path, &target, why, sizeof(why));
+    if (fd < 0) {
         free(entries);
-        return jit__fail(d, JIT_INVALID_ARGUMENT, "archive path too long: %s", path);
+        return jit__fail(d, JIT_IO_ERROR, "%s", why);
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-    out_file_t o = {fd >= 0 ? fdopen(fd, "wb") : NULL, XXH3_createState(), 0};
+    out_file_t o = {fdopen(fd, "wb"), XXH3_createState(), 0};
     if (!o.f || !o.all) {
-        int err = errno;
-        if (fd >= 0 && !o.f)
+        if (o.f)
+            fclose(o.f);
+        else
             close(fd);
-        if (fd >= 0)
-            unlink(tmp);
+        jit__out_file_abort(&target);
         XXH3_freeState(o.all);
         free(entries);
-        return jit__fail(d, JIT_IO_ERROR, "cannot write the archive %s: %s", tmp, strerror(err));
+        return jit__fail(d, JIT_OUT_OF_MEMORY, "writing the archive %s", path);
     }
     XXH3_128bits_reset(o.all);
     put_bytes(&o, JIT__ARCHIVE_MAGIC, strlen(JIT__ARCHIVE_MAGIC));
@@ -144,15 +146,15 @@ jit_status_t jit__cache_export(jit__cache_t *c, const char *path, const char *ar
         o.failed = errno;
     if (fclose(o.f) != 0 && !o.failed)
         o.failed = errno;
-    if (!o.failed && rename(tmp, path) != 0)
-        o.failed = errno;
     XXH3_freeState(o.all);
     free(entries);
     if (o.failed) {
-        unlink(tmp);
+        jit__out_file_abort(&target);
         return jit__fail(d, JIT_IO_ERROR, "cannot write the archive %s: %s", path,
                          strerror(o.failed));
     }
+    if (jit__out_file_commit(&target, path, why, sizeof(why)) != 0)
+        return jit__fail(d, JIT_IO_ERROR, "%s", why);
     return JIT_OK;
 }
 

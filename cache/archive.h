@@ -26,8 +26,9 @@ typedef struct jit__archive_counts {
 } jit__archive_counts_t;
 
 /* Write every intact entry of `c` (only those of arch `arch`, if not NULL) to `path`, through a
- * temporary file renamed over it when complete. A damaged entry is reported through the cache's
- * warnings and left out. */
+ * temporary file renamed over it when complete. `path` must be a new name or a regular file the
+ * caller owns, in a trusted directory (jit__out_file_open); anything else is refused before a
+ * file is created. A damaged entry is reported through the cache's warnings and left out. */
 jit_status_t jit__cache_export(jit__cache_t *c, const char *path, const char *arch,
                                jit__archive_counts_t *counts, jit__diag_t *d);
 

@@ -109,6 +109,24 @@ void jit__cache_drop_lock_file(jit__cache_t *c, const char *name);
 
 int64_t jit__cache_mtime(const struct stat *st);
 
+/* A file at a path the user names (cache export): only a new name, or a regular file the caller
+ * owns, in a directory owned by the caller or root that others cannot write (or that is
+ * sticky); never through a link, never a device, FIFO, socket or directory. open vets `path`
+ * and creates a temporary beside it, returning its descriptor (the caller writes, fsyncs and
+ * closes it) or -1 with the reason, having created nothing. commit renames the temporary into
+ * place (never over something that appeared since the check); abort removes it. */
+typedef struct jit__out_file {
+    int dirfd;    /* the directory of the path, vetted */
+    int replaces; /* a regular file of the caller's is at `name` and is replaced */
+    dev_t dev;    /* that file */
+    ino_t ino;
+    char name[256]; /* the last component of the path */
+    char tmp[320];  /* the temporary beside it ("" once renamed or removed) */
+} jit__out_file_t;
+int jit__out_file_open(const char *path, jit__out_file_t *o, char *why, size_t whysz);
+int jit__out_file_commit(jit__out_file_t *o, const char *path, char *why, size_t whysz);
+void jit__out_file_abort(jit__out_file_t *o);
+
 /* ---- scan.c: what kernels/ holds --------------------------------------------------------- */
 
 typedef struct jit__cache_item {

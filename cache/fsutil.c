@@ -279,3 +279,170 @@ int jit__cache_remove_stray(jit__cache_t *c, const jit__cache_stray_t *s) {
         return jit__cache_remove_tree(c, s->name) == 0;
     return unlinkat(c->dirfd, s->name, 0) == 0;
 }
+
+/* ---- a file at a path the user names --------------------------------------------------------
+ * `cache export FILE` runs as whoever asks, root included, on a path anyone may have prepared.
+ * Writing through what is there would let a link, a FIFO or a device receive the archive, and
+ * renaming over it would replace a device node (/dev/null) or another user's file with ours. So
+ * only a new name or a regular file of the caller's own is written, through a temporary in the
+ * same directory, every step relative to that directory's descriptor. */
+
+static const char *kind_of(mode_t mode) {
+    if (S_ISLNK(mode))
+        return "a symbolic link";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISCHR(mode) || S_ISBLK(mode))
+        return "a device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    if (S_ISDIR(mode))
+        return "a directory";
+    return "not a regular file";
+}
+
+/* The directory is trusted as the cache's own is (owned by this user or root, not writable by
+ * group or others), with one addition: a sticky one (/tmp) lets others add names but not rename
+ * or remove ours, which is all the write below relies on. */
+static const char *distrust_parent(const struct stat *st, char *why, size_t whysz) {
+    if (st->st_uid != geteuid() && st->st_uid != 0)
+        snprintf(why, whysz, "it is owned by uid %u, neither by uid %u nor by root",
+                 (unsigned)st->st_uid, (unsigned)geteuid());
+    else if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX))
+        snprintf(why, whysz,
+                 "it is writable by %s (mode %04o), so the file could be swapped "
+                 "between the check and the rename",
+                 (st->st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st->st_mode & 07777));
+    else
+        return NULL;
+    return why;
+}
+
+/* Split `path` into o->name and its directory, opened into o->dirfd. 0, or -1 and `why`. */
+static int open_parent(const char *path, jit__out_file_t *o, char *why, size_t whysz) {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char parent[JIT__CACHE_PATH_MAX];
+    if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+        snprintf(why, whysz, "%s: refused: it names a directory, not a file", path);
+        return -1;
+    }
+    if (strlen(base) >= sizeof(o->name) ||
+        snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash - path) : 1,
+                 slash ? (slash == path ? "/" : path) : ".") >= (int)sizeof(parent)) {
+        snprintf(why, whysz, "%s: the name is too long", path);
+        return -1;
+    }
+    snprintf(o->name, sizeof(o->name), "%s", base);
+    o->dirfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+    char reason[JIT__CACHE_WHY_MAX];
+    if (o->dirfd < 0 || fstat(o->dirfd, &st) != 0) {
+        snprintf(why, whysz, "%s: cannot open its directory %s: %s", path, parent, strerror(errno));
+        return -1;
+    }
+    if (distrust_parent(&st, reason, sizeof(reason))) {
+        snprintf(why, whysz, "%s: refused: its directory %s is not safe to write in: %s", path,
+                 parent, reason);
+        return -1;
+    }
+    return 0;
+}
+
+int jit__out_file_open(const char *path, jit__out_file_t *o, char *why, size_t whysz) {
+    memset(o, 0, sizeof(*o));
+    o->dirfd = -1;
+    int fd = -1;
+    struct stat st;
+    if (open_parent(path, o, why, whysz) != 0)
+        goto fail;
+    if (fstatat(o->dirfd, o->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        const char *bad = !S_ISREG(st.st_mode) ? kind_of(st.st_mode) : NULL;
+        char owner[96];
+        if (!bad && st.st_uid != geteuid()) {
+            snprintf(owner, sizeof(owner), "a file owned by uid %u, not by uid %u",
+                     (unsigned)st.st_uid, (unsigned)geteuid());
+            bad = owner;
+        }
+        if (bad) {
+            snprintf(why, whysz,
+                     "%s: refused: it is %s; only a new file or a regular file of "
+                     "your own is written",
+                     path, bad);
+            goto fail;
+        }
+        o->replaces = 1;
+        o->dev = st.st_dev;
+        o->ino = st.st_ino;
+    } else if (errno != ENOENT) {
+        snprintf(why, whysz, "%s: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (snprintf(o->tmp, sizeof(o->tmp), "%s.%ld.tmp", o->name, (long)getpid()) >=
+        (int)sizeof(o->tmp)) {
+        snprintf(why, whysz, "%s: the name is too long for a temporary beside it", path);
+        goto fail;
+    }
+    fd = openat(o->dirfd, o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        snprintf(why, whysz, "cannot create %s beside %s: %s", o->tmp, path, strerror(errno));
+        o->tmp[0] = '\0';
+        goto fail;
+    }
+    return fd;
+fail:
+    jit__out_file_abort(o);
+    return -1;
+}
+
+/* Publish the temporary under the name without replacing anything that appeared there since
+ * the check; where the file system lacks RENAME_NOREPLACE, link() gives the same guarantee. */
+static int rename_noreplace(int dirfd, const char *from, const char *to) {
+    if (renameat2(dirfd, from, dirfd, to, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return errno;
+    if (linkat(dirfd, from, dirfd, to, 0) != 0)
+        return errno;
+    unlinkat(dirfd, from, 0);
+    return 0;
+}
+
+int jit__out_file_commit(jit__out_file_t *o, const char *path, char *why, size_t whysz) {
+    int err = 0;
+    struct stat st;
+    if (!o->replaces) {
+        err = rename_noreplace(o->dirfd, o->tmp, o->name);
+        if (err == EEXIST)
+            snprintf(why, whysz,
+                     "%s: refused: something was put there while it was written; it "
+                     "was left as it is",
+                     path);
+    } else if (fstatat(o->dirfd, o->name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+               st.st_dev != o->dev || st.st_ino != o->ino || st.st_uid != geteuid()) {
+        err = EEXIST;
+        snprintf(why, whysz,
+                 "%s: refused: it was replaced while it was written; it was left as "
+                 "it is",
+                 path);
+    } else if (renameat(o->dirfd, o->tmp, o->dirfd, o->name) != 0) {
+        err = errno;
+    }
+    if (err && err != EEXIST)
+        snprintf(why, whysz, "cannot rename %s to %s: %s", o->tmp, path, strerror(err));
+    if (!err) {
+        o->tmp[0] = '\0';
+        fsync(o->dirfd); /* the rename survives a crash; a failure here loses nothing written */
+    }
+    jit__out_file_abort(o);
+    return err ? -1 : 0;
+}
+
+void jit__out_file_abort(jit__out_file_t *o) {
+    if (o->dirfd >= 0 && o->tmp[0])
+        unlinkat(o->dirfd, o->tmp, 0);
+    o->tmp[0] = '\0';
+    if (o->dirfd >= 0)
+        close(o->dirfd);
+    o->dirfd = -1;
+}

@@ -13,6 +13,7 @@
  */
 #include "compile.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,12 +38,26 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* "sm_90a" -> "compute_90a"; "sm_100f" -> "compute_100f". */
-static int virtual_arch(const char *target, char *out, size_t outsz) {
-    if (strncmp(target, "sm_", 3) != 0)
-        return 0;
-    snprintf(out, outsz, "compute_%s", target + 3);
-    return 1;
+int jit__compile_options(const char *target, jit__compile_options_t *o) {
+    memset(o, 0, sizeof(*o));
+    size_t len = strlen(target), digits = strspn(target + 3, "0123456789");
+    /* "sm_90a" -> "compute_90a"; "sm_100f" -> "compute_100f". */
+    if (strncmp(target, "sm_", 3) != 0 || digits < 2 || digits > 4 || len - 3 - digits > 1 ||
+        (len - 3 - digits == 1 && !islower((unsigned char)target[len - 1])))
+        return -1;
+    o->via_ptx = target[len - 1] == 'f';
+    snprintf(o->nvrtc_arch, sizeof(o->nvrtc_arch), "--gpu-architecture=compute_%s", target + 3);
+    snprintf(o->link_arch, sizeof(o->link_arch), "-arch=%s", target);
+    o->nvrtc[o->n_nvrtc++] = o->nvrtc_arch;
+    o->nvrtc[o->n_nvrtc++] = "-default-device";
+    o->nvrtc[o->n_nvrtc++] = "-std=c++17";
+    if (!o->via_ptx)
+        o->nvrtc[o->n_nvrtc++] = "-dlto";
+    o->link[o->n_link++] = o->link_arch;
+    o->link[o->n_link++] = "-verbose";
+    if (!o->via_ptx)
+        o->link[o->n_link++] = "-lto";
+    return 0;
 }
 
 static int find_int_before(const char *line, const char *suffix, int *value) {
@@ -136,26 +151,19 @@ static char *jitlink_log(const jit__toolchain_t *tc, nvJitLinkHandle h, int erro
     return log;
 }
 
-/* NVRTC to LTO-IR, or with via_ptx to PTX; *ir receives it (PTX NUL-terminated). */
+/* NVRTC to LTO-IR, or on the PTX route to PTX; *ir receives it (PTX NUL-terminated). */
 static jit_status_t run_nvrtc(const jit__toolchain_t *tc, const char *source, const char *name,
-                              const char *target, int via_ptx, char **ir, size_t *ir_size,
-                              jit__sb_t *log, jit__diag_t *d) {
-    char arch_opt[64], varch[32];
-    if (!virtual_arch(target, varch, sizeof(varch)))
-        return jit__fail(d, JIT_UNKNOWN_ARCH, "compile target '%s' is not of the form sm_NN",
-                         target);
-    snprintf(arch_opt, sizeof(arch_opt), "--gpu-architecture=%s", varch);
-    const char *opts[] = {arch_opt, "-default-device", "-std=c++17", "-dlto"};
-    int n_opts = via_ptx ? 3 : 4;
+                              const char *target, const jit__compile_options_t *opt,
+                              const jit__device_file_t *files, size_t n_files, char **ir,
+                              size_t *ir_size, jit__sb_t *log, jit__diag_t *d) {
+    const int via_ptx = opt->via_ptx;
     char file[96];
     snprintf(file, sizeof(file), "%s.cu", name);
     /* The device files go in as in-memory headers: NVRTC reads no file and needs no include
      * path, and the source includes only what it uses. */
-    size_t n_files;
-    const jit__device_file_t *files = jit__device_files(&n_files);
     const char *texts[JIT_MAX_DEVICE_FILES], *names[JIT_MAX_DEVICE_FILES];
     if (n_files > JIT_MAX_DEVICE_FILES)
-        return jit__fail(d, JIT_INTERNAL, "%zu embedded device files, at most %d", n_files,
+        return jit__fail(d, JIT_INTERNAL, "%zu device headers, at most %d", n_files,
                          JIT_MAX_DEVICE_FILES);
     for (size_t i = 0; i < n_files; i++) {
         texts[i] = files[i].text;
@@ -166,7 +174,7 @@ static jit_status_t run_nvrtc(const jit__toolchain_t *tc, const char *source, co
     if (r != NVRTC_SUCCESS)
         return jit__fail(d, JIT_COMPILE_FAILED, "nvrtcCreateProgram: %s",
                          tc->nvrtcGetErrorString(r));
-    r = tc->nvrtcCompileProgram(prog, n_opts, opts);
+    r = tc->nvrtcCompileProgram(prog, opt->n_nvrtc, opt->nvrtc);
     char *plog = nvrtc_log(tc, prog);
     if (plog && *plog) {
         jit__sb_append(log, plog);
@@ -205,14 +213,19 @@ static jit_status_t run_nvrtc(const jit__toolchain_t *tc, const char *source, co
 
 /* One nvJitLink pass: a cubin (want_ptx 0, with ptxas' report) or, from LTO-IR, the PTX. */
 static jit_status_t run_jitlink(const jit__toolchain_t *tc, const char *name, const char *target,
-                                const char *ir, size_t ir_size, int ir_is_ptx, int want_ptx,
-                                int keep_cubin, jit__compiled_t *out, jit__sb_t *log,
+                                const jit__compile_options_t *opt, const char *ir, size_t ir_size,
+                                int want_ptx, int keep_cubin, jit__compiled_t *out, jit__sb_t *log,
                                 jit__diag_t *d) {
-    char arch_opt[48];
-    snprintf(arch_opt, sizeof(arch_opt), "-arch=%s", target);
-    const char *opts[3] = {arch_opt, want_ptx ? "-ptx" : "-verbose", "-lto"};
+    const int ir_is_ptx = opt->via_ptx;
+    /* The cubin pass takes the options as they are; the PTX pass (from LTO-IR only) asks for
+     * PTX where the cubin pass asks for ptxas' report. */
+    const char *opts[4];
+    uint32_t n_opts = (uint32_t)opt->n_link;
+    memcpy(opts, opt->link, sizeof(opt->link));
+    if (want_ptx)
+        opts[1] = "-ptx";
     nvJitLinkHandle h;
-    nvJitLinkResult r = tc->nvJitLinkCreate(&h, ir_is_ptx ? 2 : 3, opts);
+    nvJitLinkResult r = tc->nvJitLinkCreate(&h, n_opts, opts);
     if (r != NVJITLINK_SUCCESS)
         return jit__fail(d, JIT_LINK_FAILED, "nvJitLinkCreate(%s) failed with code %d", target,
                          (int)r);
@@ -283,31 +296,44 @@ static void take_resources_from_cubin(jit__compiled_t *out) {
 jit_status_t jit__compile(const jit__toolchain_t *tc, const char *source, const char *name,
                           const char *target, jit__compile_what_t what, jit__compiled_t *out,
                           jit__diag_t *d) {
+    size_t n_files;
+    const jit__device_file_t *files = jit__device_files(&n_files);
+    return jit__compile_with_headers(tc, source, name, target, what, files, n_files, out, d);
+}
+
+jit_status_t jit__compile_with_headers(const jit__toolchain_t *tc, const char *source,
+                                       const char *name, const char *target,
+                                       jit__compile_what_t what, const jit__device_file_t *files,
+                                       size_t n_files, jit__compiled_t *out, jit__diag_t *d) {
     memset(out, 0, sizeof(*out));
     snprintf(out->target, sizeof(out->target), "%s", target);
+    jit__compile_options_t opt;
+    if (jit__compile_options(target, &opt) != 0)
+        return jit__fail(d, JIT_UNKNOWN_ARCH, "compile target '%s' is not of the form sm_NN",
+                         target);
     jit_status_t loaded = jit__toolchain_load(tc, d);
     if (loaded != JIT_OK)
         return loaded;
     double t0 = now_seconds();
     jit__sb_t log;
     jit__sb_init(&log);
-    size_t tlen = strlen(target);
-    int via_ptx = tlen > 0 && target[tlen - 1] == 'f';
+    const int via_ptx = opt.via_ptx;
     char *ir = NULL;
     size_t ir_size = 0;
-    jit_status_t st = run_nvrtc(tc, source, name, target, via_ptx, &ir, &ir_size, &log, d);
+    jit_status_t st =
+        run_nvrtc(tc, source, name, target, &opt, files, n_files, &ir, &ir_size, &log, d);
     const int want_cubin = what == JIT__COMPILE_CUBIN_AND_PTX || what == JIT__COMPILE_CUBIN;
     const int want_ptx = what == JIT__COMPILE_CUBIN_AND_PTX || what == JIT__COMPILE_PTX;
     /* The check still assembles through nvJitLink (ptxas catches what NVRTC lets through);
      * it keeps no cubin. */
     if (st == JIT_OK && what != JIT__COMPILE_PTX)
-        st = run_jitlink(tc, name, target, ir, ir_size, via_ptx, 0, want_cubin, out, &log, d);
+        st = run_jitlink(tc, name, target, &opt, ir, ir_size, 0, want_cubin, out, &log, d);
     if (st == JIT_OK && via_ptx && want_ptx) {
         out->ptx = ir;
         out->ptx_size = ir_size;
         ir = NULL;
     } else if (st == JIT_OK && want_ptx) {
-        st = run_jitlink(tc, name, target, ir, ir_size, 0, 1, 0, out, &log, d);
+        st = run_jitlink(tc, name, target, &opt, ir, ir_size, 1, 0, out, &log, d);
     }
     free(ir);
     if (st == JIT_OK && out->cubin)

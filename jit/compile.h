@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "device_files.h"
 #include "toolchain.h"
 
 typedef struct jit__compiled {
@@ -36,11 +37,34 @@ typedef enum jit__compile_what {
     JIT__COMPILE_PTX = 3,           /* the linked PTX alone */
 } jit__compile_what_t;
 
-/* Compile `source` for `target` ("sm_90a", "sm_100f", ...), producing `what`. On failure the
- * NVRTC or nvJitLink log is attached to the diag and the status is JIT_COMPILE_FAILED or
- * JIT_LINK_FAILED. */
+/* Compile `source` for `target` ("sm_90a", "sm_100f", ...), producing `what`, with the embedded
+ * device files as its headers. On failure the NVRTC or nvJitLink log is attached to the diag and
+ * the status is JIT_COMPILE_FAILED or JIT_LINK_FAILED. */
 jit_status_t jit__compile(const jit__toolchain_t *tc, const char *source, const char *name,
                           const char *target, jit__compile_what_t what, jit__compiled_t *out,
                           jit__diag_t *d);
+
+/* The same compile with `files` (at most JIT_MAX_DEVICE_FILES) as the in-memory headers instead
+ * of the embedded ones: `jitgemm rebuild` hands it the headers of a directory a user may have
+ * edited, so the sources it compiles are theirs and every call and option is the library's. */
+jit_status_t jit__compile_with_headers(const jit__toolchain_t *tc, const char *source,
+                                       const char *name, const char *target,
+                                       jit__compile_what_t what, const jit__device_file_t *files,
+                                       size_t n_files, jit__compiled_t *out, jit__diag_t *d);
+
+/* The options jit__compile passes for a cubin of `target`: NVRTC's (CUDA C -> LTO-IR, or PTX
+ * for a family target such as sm_100f), then nvJitLink's (-> cubin; the input is PTX when
+ * via_ptx). `inspect --out` writes them beside the sources. The pointers in nvrtc[] and link[]
+ * point into the struct itself or at constants: use it where it was filled, do not copy it.
+ * 0, or -1 for a target that is not "sm_", two to four digits and an optional lowercase
+ * letter. */
+typedef struct jit__compile_options {
+    int via_ptx;
+    int n_nvrtc, n_link;
+    const char *nvrtc[4];
+    const char *link[4];
+    char nvrtc_arch[48], link_arch[32];
+} jit__compile_options_t;
+int jit__compile_options(const char *target, jit__compile_options_t *o);
 
 #endif

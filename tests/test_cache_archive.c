@@ -6,11 +6,15 @@
  * here for sm_120a and sm_90a (small FP8 kernels).
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "archive.h"
 #include "cache_private.h"
@@ -307,6 +311,186 @@ Test(archive, forged_entries_are_refused) {
     cr_assert_eq(entries_in(g_dst), 0, "a forged entry was published");
 
     free(buf);
+    free(cubin);
+    free(list);
+    jit__cache_close(c);
+}
+
+/* ---- where export may write ------------------------------------------------------------------
+ * Export writes only a new regular file, or replaces a regular file the caller owns, through a
+ * temporary beside it. Whatever else is at FILE (a link, a FIFO, a device, a directory, another
+ * user's file) is refused before anything is created: the parent directory's modification time
+ * proves that not even a temporary was made there. The targets live in out/, a directory of
+ * their own, so nothing else touches that time. */
+
+static char g_out[1100];
+
+static void make_out_dir(mode_t mode) {
+    snprintf(g_out, sizeof(g_out), "%s/out", g_dir);
+    cr_assert_eq(mkdir(g_out, 0700), 0);
+    cr_assert_eq(chmod(g_out, mode), 0);
+}
+
+static const char *out_path(const char *name) {
+    static char path[1200];
+    snprintf(path, sizeof(path), "%s/%s", g_out, name);
+    return path;
+}
+
+static void expect_export_refused(const char *name, const char *why) {
+    char path[1200];
+    snprintf(path, sizeof(path), "%s", out_path(name));
+    struct stat before, after, dir_before, dir_after;
+    cr_assert_eq(lstat(path, &before), 0);
+    cr_assert_eq(stat(g_out, &dir_before), 0);
+    cli_result_t r = CLI(g_src, NULL, "cache", "export", path);
+    cr_expect_eq(r.rc, 1, "export to %s: exit %d: %s", name, r.rc, r.err);
+    cr_expect(strstr(r.err, path) && strstr(r.err, why), "want '%s' in: %s", why, r.err);
+    cli_free(&r);
+    cr_assert_eq(lstat(path, &after), 0, "%s is gone", name);
+    cr_expect((after.st_mode & S_IFMT) == (before.st_mode & S_IFMT) &&
+                  after.st_ino == before.st_ino && after.st_rdev == before.st_rdev,
+              "%s was replaced", name);
+    cr_assert_eq(stat(g_out, &dir_after), 0);
+    cr_expect(dir_after.st_mtim.tv_sec == dir_before.st_mtim.tv_sec &&
+                  dir_after.st_mtim.tv_nsec == dir_before.st_mtim.tv_nsec,
+              "export to %s created or removed something in its directory", name);
+}
+
+Test(archive, export_refuses_a_fifo) {
+    make_out_dir(0700);
+    cr_assert_eq(mkfifo(out_path("fifo"), 0600), 0);
+    expect_export_refused("fifo", "a FIFO");
+}
+
+Test(archive, export_refuses_a_symbolic_link) {
+    make_out_dir(0700);
+    char victim[1200];
+    snprintf(victim, sizeof(victim), "%s/victim", g_dir);
+    cr_assert_eq(jt_write_file(victim, "precious\n"), 0);
+    cr_assert_eq(symlink(victim, out_path("link")), 0);
+    cr_assert_eq(symlink("/proc/self/fd/1", out_path("stdout")), 0);
+    expect_export_refused("link", "a symbolic link");
+    expect_export_refused("stdout", "a symbolic link");
+    char *v = jt_read_file(victim, NULL);
+    cr_expect_str_eq(v, "precious\n", "export wrote through a link");
+    free(v);
+}
+
+/* A device node of the test's own (the same numbers as /dev/null), so that a failure of this
+ * test replaces nothing the host needs. */
+Test(archive, export_refuses_a_device) {
+    make_out_dir(0700);
+    if (mknod(out_path("null"), S_IFCHR | 0600, makedev(1, 3)) != 0)
+        cr_skip_test("cannot make a device node here (%s); needs root", strerror(errno));
+    expect_export_refused("null", "a device");
+}
+
+Test(archive, export_refuses_a_directory) {
+    make_out_dir(0700);
+    cr_assert_eq(mkdir(out_path("dir"), 0700), 0);
+    expect_export_refused("dir", "a directory");
+}
+
+Test(archive, export_refuses_another_users_file) {
+    if (geteuid() != 0)
+        cr_skip_test("needs root to give a file to another user");
+    make_out_dir(0700);
+    cr_assert_eq(jt_write_file(out_path("theirs"), "theirs\n"), 0);
+    cr_assert_eq(chown(out_path("theirs"), 12345, 12345), 0);
+    expect_export_refused("theirs", "owned by uid 12345");
+    char *v = jt_read_file(out_path("theirs"), NULL);
+    cr_expect_str_eq(v, "theirs\n");
+    free(v);
+}
+
+/* Where another user can rename or remove names, the check of FILE proves nothing by the time
+ * of the rename. A sticky directory (/tmp) forbids exactly that, so it is used. */
+Test(archive, export_checks_the_directory_like_the_cache_does) {
+    make_out_dir(0777);
+    cli_result_t r = CLI(g_src, NULL, "cache", "export", out_path("a.jitgemm"));
+    cr_expect_eq(r.rc, 1, "exit %d: %s", r.rc, r.err);
+    cr_expect(strstr(r.err, g_out) && strstr(r.err, "writable by others"), "%s", r.err);
+    cli_free(&r);
+    cr_expect_eq(access(out_path("a.jitgemm"), F_OK), -1, "written in an open directory");
+    cr_assert_eq(chmod(g_out, 01777), 0);
+    r = CLI(g_src, NULL, "cache", "export", out_path("a.jitgemm"));
+    cr_expect_eq(r.rc, 0, "a sticky directory is refused: %s", r.err);
+    cli_free(&r);
+}
+
+/* An own regular file is replaced by rename: a second link to the old file keeps the old bytes
+ * (no write went into it), the name holds the whole archive, and no temporary is left. */
+Test(archive, export_replaces_an_own_file_atomically) {
+    make_out_dir(0700);
+    cr_assert_eq(jt_write_file(out_path("k.jitgemm"), "old archive\n"), 0);
+    char name[1200];
+    snprintf(name, sizeof(name), "%s", out_path("k.jitgemm"));
+    cr_assert_eq(link(name, out_path("old-link")), 0);
+    cli_result_t r = CLI(g_src, NULL, "cache", "export", out_path("k.jitgemm"));
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cli_free(&r);
+    char *old = jt_read_file(out_path("old-link"), NULL);
+    cr_expect_str_eq(old, "old archive\n", "the old file was written in place");
+    free(old);
+    char *now = jt_read_file(out_path("k.jitgemm"), NULL);
+    cr_assert_not_null(now);
+    cr_expect_eq(strncmp(now, JIT__ARCHIVE_MAGIC, strlen(JIT__ARCHIVE_MAGIC)), 0, "%s", now);
+    cr_expect(strstr(now, "\nend 0 "), "not a whole archive: %s", now);
+    free(now);
+    DIR *d = opendir(g_out);
+    cr_assert_not_null(d);
+    int files = 0;
+    for (struct dirent *de; (de = readdir(d));)
+        files += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+    closedir(d);
+    cr_expect_eq(files, 2, "a temporary was left beside the archive");
+    /* A new file in a directory of one's own. */
+    r = CLI(g_src, NULL, "cache", "export", out_path("new.jitgemm"));
+    cr_expect_eq(r.rc, 0, "%s", r.err);
+    cli_free(&r);
+    struct stat st;
+    cr_expect(lstat(out_path("new.jitgemm"), &st) == 0 && S_ISREG(st.st_mode));
+}
+
+/* A name that came from a file is printed with its control bytes escaped: an archive is made by
+ * someone else, and a kernel name holding a terminal escape sequence would otherwise rewrite
+ * the screen (or the title, or the clipboard) of whoever lists the cache. */
+Test(archive, cache_list_escapes_an_imported_name) {
+    fill_source_cache();
+    jit__cache_t *c = NULL;
+    cr_assert_eq(jit__cache_open(g_src, 0, JIT_LOG_ERROR, &c, NULL), JIT_OK);
+    jit__cache_entry_t *list = NULL;
+    size_t n = 0;
+    cr_assert_eq(jit__cache_list(c, &list, &n, NULL), JIT_OK);
+    cr_assert_geq(n, 1);
+    jit__cache_entry_t e;
+    void *cubin = NULL;
+    size_t nc = 0;
+    int found = 0;
+    cr_assert_eq(jit__cache_get(c, list[0].hash, &e, &cubin, &nc, &found, NULL), JIT_OK);
+    cr_assert(found);
+    snprintf(e.kernel_name, sizeof(e.kernel_name), "k\033]0;owned\007\033[2J\302\233x\\");
+    char *json = jit__cache_entry_to_json(&e);
+    size_t cap = nc + (1 << 16);
+    char *buf = malloc(cap);
+    char *err = import_bytes(buf, forge(buf, cap, e.hash, json, cubin, nc));
+    cr_assert_null(err, "%s", err);
+
+    cli_result_t r = CLI(g_dst, NULL, "cache", "list");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_expect_null(strchr(r.out, '\033'), "an escape sequence was printed raw: %s", r.out);
+    cr_expect_null(strchr(r.out, '\007'), "a control byte was printed raw");
+    cr_expect_null(strstr(r.out, "\302\233"), "a C1 control (CSI) was printed raw");
+    cr_expect(strstr(r.out, "k\\x1b]0;owned\\x07\\x1b[2J\\xc2\\x9bx\\\\"), "%s", r.out);
+    cli_free(&r);
+    /* JSON escapes it by itself. */
+    r = CLI(g_dst, NULL, "cache", "list", "--json");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_expect_null(strchr(r.out, '\033'), "%s", r.out);
+    cli_free(&r);
+    free(buf);
+    free(json);
     free(cubin);
     free(list);
     jit__cache_close(c);

@@ -6,10 +6,12 @@
  * and are skipped, with a message, otherwise.
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test_cache_fixture.h"
@@ -283,6 +285,37 @@ Test(cache_security, foreign_manifest_is_replaced_by_a_rebuild) {
     free(all);
     free(err);
     jit__cache_close(c);
+    jt_rmtree(dir);
+    free(dir);
+}
+
+/* ---- names printed from the directory ----------------------------------------------------- */
+
+/* A file name in kernels/ is whatever bytes whoever made it chose; verify and gc --dry-run
+ * print it with its control bytes escaped, so a listing cannot drive the reader's terminal. */
+Test(cache_security, names_from_the_directory_are_printed_escaped) {
+    char *dir = tc_mkdtemp("cache-names");
+    jit__cache_t *c = tc_open(dir, 0);
+    tc_put(c, 1, 300, NULL);
+    jit__cache_close(c);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/kernels/stray\033]0;title\007", dir);
+    cr_assert_eq(jt_write_file(path, "x"), 0);
+    /* Older than a minute, so gc does not take it for a publish in flight. */
+    struct timespec old[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+    cr_assert_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+    const char *actions[][2] = {{"verify", NULL}, {"gc", "--dry-run"}};
+    for (size_t i = 0; i < 2; i++) {
+        const char *argv[] = {JITGEMM_CLI_PATH, "cache", actions[i][0], "--cache-dir", dir,
+                              actions[i][1], NULL};
+        char *out = NULL, *err = NULL;
+        jt_run(argv, NULL, NULL, &out, &err);
+        cr_assert_not_null(out);
+        cr_expect_null(strchr(out, '\033'), "%s printed a raw escape: %s", actions[i][0], out);
+        cr_expect(strstr(out, "stray\\x1b]0;title\\x07"), "%s: %s", actions[i][0], out);
+        free(out);
+        free(err);
+    }
     jt_rmtree(dir);
     free(dir);
 }

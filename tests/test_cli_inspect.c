@@ -194,6 +194,26 @@ Test(cli_inspect, ptx_is_compiled_on_demand_not_at_build) {
     json_decref(k);
 }
 
+/* Regular files under `dir`, in every folder (with `recurse`). */
+static size_t files_under(const char *dir, int recurse) {
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "%s", dir);
+    size_t n = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        char path[1400];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || lstat(path, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode) && recurse)
+            n += files_under(path, 1);
+        else if (S_ISREG(st.st_mode))
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
 static char *read_out(const char *dir, const char *name) {
     char path[1200];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -207,7 +227,17 @@ Test(cli_inspect, out_writes_every_stage) {
     snprintf(out, sizeof(out), "%s/inspect-out", g_dir);
     cli_result_t r = CLI(g_dir, NULL, "inspect", PROBLEM, "--arch", "sm_90a", "--out", out);
     cr_assert_eq(r.rc, 0, "%s", r.err);
-    cr_expect_eq(cli_count_lines(r.out), 5, "one 'wrote' line per file: %s", r.out);
+    /* One 'wrote' line per file: the five stages, the headers kernel.cu includes, and
+     * build-options.txt (test_cli_inspect_rebuild.c checks those). */
+    const char *files[] = {"key.txt",    "plan.json",         "kernel.cu",        "kernel.ptx",
+                           "entry.json", "device/common.cuh", "build-options.txt"};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        char line[1200];
+        snprintf(line, sizeof(line), "wrote %s/%s\n", out, files[i]);
+        cr_expect(strstr(r.out, line), "no '%s' in: %s", line, r.out);
+    }
+    cr_expect_eq(cli_count_lines(r.out), files_under(out, 1), "one 'wrote' line per file: %s",
+                 r.out);
     cli_free(&r);
 
     json_t *k = key_of("sm_90a");
@@ -240,7 +270,7 @@ Test(cli_inspect, out_writes_every_stage) {
     json_decref(k);
 }
 
-/* ---- --out in a directory others could have prepared (issue 8, D6) ------------------------ */
+/* ---- --out in a directory others could have prepared ------------------------------------- */
 
 /* A link planted where a stage file goes is replaced; the file it pointed at is untouched. */
 Test(cli_inspect, out_never_writes_through_a_planted_link) {
@@ -291,4 +321,22 @@ Test(cli_inspect, out_refuses_a_directory_others_can_write) {
         cr_expect_eq(tc_files(dirs[i]), 0, "%s: files were written", dirs[i]);
         cli_free(&r);
     }
+}
+
+/* A link planted at DIR itself is refused, wherever it points: root would otherwise write into
+ * a directory another user chose, which passes every check made on the link's target (root
+ * owns it, nobody else can write it). The directory pointed at here is the test's own, which
+ * passes those checks the same way. */
+Test(cli_inspect, out_refuses_a_link_at_dir) {
+    char target[1024], link[1024];
+    snprintf(target, sizeof(target), "%s/chosen-by-someone", g_dir);
+    snprintf(link, sizeof(link), "%s/out-link", g_dir);
+    cr_assert_eq(mkdir(target, 0700), 0);
+    cr_assert_eq(symlink(target, link), 0);
+    cli_result_t r =
+        CLI(g_dir, NULL, "inspect", PROBLEM, "--arch", "sm_90a", "--key", "--out", link);
+    cr_expect_eq(r.rc, 1, "exit %d: %s", r.rc, r.err);
+    cr_expect(strstr(r.err, link) && strstr(r.err, "symbolic link"), "%s", r.err);
+    cli_free(&r);
+    cr_expect_eq(tc_files(target), 0, "files were written where the link points");
 }

@@ -86,6 +86,10 @@ int jit__cli_problem(const char *verb, const jit__cli_problem_args_t *args, jit_
 double jit__cli_median(double *v, size_t n);
 /* Seconds on a monotonic clock. */
 double jit__cli_now(void);
+/* `s` for a terminal (escape.c): control bytes, invalid UTF-8 and bidirectional controls as
+ * \xNN, a backslash as \\; cut at a whole piece to fit outsz. Returns out. For every name that
+ * came from a file (a sidecar, an archive, a directory listing). */
+const char *jit__cli_escape(const char *s, char *out, size_t outsz);
 /* "12.3 MiB" style (B, KiB, MiB, GiB). */
 void jit__cli_format_bytes(uint64_t bytes, char *out, size_t outsz);
 /* A Unix time as local "YYYY-MM-DD HH:MM:SS"; "-" for 0 or a time that cannot be shown. */
@@ -118,6 +122,7 @@ int jit__cli_disassemble(const char *nvdisasm, const void *cubin, size_t size, c
 
 int jit__cli_prewarm(int argc, char **argv);
 int jit__cli_inspect(int argc, char **argv);
+int jit__cli_rebuild(int argc, char **argv);
 int jit__cli_cache(int argc, char **argv);
 /* `cache export FILE` / `cache import FILE` (action "export" or "import"). */
 int jit__cli_cache_archive(const char *action, const char *file, const char *cache_dir,
@@ -131,6 +136,7 @@ int jit__cli_cache_stats(struct jit__cache *c, int json);
 /* Each verb's help text, for `jitgemm help VERB` and `VERB --help`. */
 extern const char jit__cli_prewarm_help[];
 extern const char jit__cli_inspect_help[];
+extern const char jit__cli_rebuild_help[];
 extern const char jit__cli_cache_help[];
 extern const char jit__cli_run_help[];
 

@@ -44,7 +44,9 @@ const char jit__cli_cache_help[] =
     "          entries and bytes per arch and per toolchain (hit and compile counters belong\n"
     "          to a process: prewarm prints its own)\n"
     "  export  write every intact entry (of arch A only, with --arch) with its manifest data\n"
-    "          and source to the archive FILE (docs/cache.md gives the format)\n"
+    "          and source to the archive FILE (docs/cache.md gives the format). FILE must be\n"
+    "          new or a regular file of your own; a link, FIFO, device, directory or another\n"
+    "          user's file is refused, as is a directory others can write (unless sticky)\n"
     "  import  check the whole archive FILE (every record's hash, each entry's sidecar, key\n"
     "          hash, cubin checksum and ELF header) and only then publish its entries into\n"
     "          the cache; a damaged or truncated archive is refused and nothing is imported\n"
@@ -111,12 +113,16 @@ static int do_list(jit__cache_t *c, int json) {
             free(text);
             continue;
         }
-        char target[32], size[32], used[32];
-        snprintf(target, sizeof(target), "%s%s", e[i].target, e[i].fallback ? " (fallback)" : "");
+        /* Arch, target and kernel name come from a sidecar, perhaps an imported one. */
+        char arch[80], target[100], kernel[300], size[32], used[32];
+        jit__cli_escape(e[i].target, arch, sizeof(arch));
+        snprintf(target, sizeof(target), "%s%s", arch, e[i].fallback ? " (fallback)" : "");
+        jit__cli_escape(e[i].arch, arch, sizeof(arch));
+        jit__cli_escape(e[i].kernel_name, kernel, sizeof(kernel));
         jit__cli_format_bytes(e[i].size, size, sizeof(size));
         jit__cli_format_time(e[i].last_used, used, sizeof(used));
-        printf("%-32s  %-8s %-19s %-24s %10s %5d  %s\n", e[i].hash, e[i].arch, target,
-               e[i].kernel_name, size, e[i].registers, used);
+        printf("%-32s  %-8s %-19s %-24s %10s %5d  %s\n", e[i].hash, arch, target, kernel, size,
+               e[i].registers, used);
     }
     if (!json) {
         char size[32];
@@ -141,7 +147,10 @@ static void on_problem(const char *hash, const char *problem, void *user) {
         json_object_set_new(o, "problem", json_string(problem ? problem : ""));
         print_json_line(o);
     } else {
-        printf("%s: %s\n", hash && *hash ? hash : "manifest", problem ? problem : "");
+        /* Problems name files found in the directory, whatever bytes their names hold. */
+        char h[200], text[4096];
+        printf("%s: %s\n", jit__cli_escape(hash && *hash ? hash : "manifest", h, sizeof(h)),
+               jit__cli_escape(problem, text, sizeof(text)));
     }
 }
 
@@ -181,7 +190,9 @@ static void on_would_remove(const char *name, const char *reason, void *user) {
         json_object_set_new(o, "reason", json_string(reason));
         print_json_line(o);
     } else {
-        printf("would remove %s: %s\n", name, reason);
+        char n[400], why[4096];
+        printf("would remove %s: %s\n", jit__cli_escape(name, n, sizeof(n)),
+               jit__cli_escape(reason, why, sizeof(why)));
     }
 }
 

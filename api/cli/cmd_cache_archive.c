@@ -62,7 +62,9 @@ int jit__cli_cache_archive(const char *action, const char *file, const char *cac
         st = jit__fail(&d, JIT_IO_ERROR, "making %s readable by every user failed",
                        jit__cache_dir(c));
     if (st != JIT_OK) {
-        jit__cli_error("cache %s: %s", action, d.msg);
+        /* An import refusal quotes the archive's own arch and target. */
+        char msg[4 * JIT__MSG_MAX];
+        jit__cli_error("cache %s: %s", action, jit__cli_escape(d.msg, msg, sizeof(msg)));
         rc = JIT_CLI_FAILED;
     } else if (json && is_export) {
         printf("{\"exported\": %zu, \"skipped\": %zu}\n", n.written, n.skipped);

@@ -173,8 +173,9 @@ int jit__cli_cache_stats(jit__cache_t *c, int json) {
             printf("  by arch:\n");
         for (size_t i = 0; i < n_archs; i++) {
             jit__cli_format_bytes(archs[i].bytes, b, sizeof(b));
-            printf("    %-10s %6zu %-7s %10s", archs[i].name, archs[i].entries,
-                   archs[i].entries == 1 ? "entry" : "entries", b);
+            char arch[80];
+            printf("    %-10s %6zu %-7s %10s", jit__cli_escape(archs[i].name, arch, sizeof(arch)),
+                   archs[i].entries, archs[i].entries == 1 ? "entry" : "entries", b);
             if (archs[i].fallback)
                 printf("  (%zu fallback)", archs[i].fallback);
             printf("\n");

@@ -4,21 +4,20 @@
  * the cache). The plan and the entry are JSON already and are printed as the library wrote
  * them, so scripts reading `--plan --json` see exactly the fields docs/plan.md documents.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "kernel_dir.h"
+#include "toolchain.h"
 
 const char jit__cli_inspect_help[] =
     "Usage: jitgemm inspect --op OP --n N --k K --tokens T [--a A] [--b B] [--scales S]\n"
     "                       [--out-dtype D] [--arch A] [--sm-count N] [--cache-dir D]\n"
-    "                       [--key | --plan | --source | --ptx | --entry | --sass | --cubin]\n"
-    "                       [--json] [--out DIR]\n"
+    "                       [--key | --plan | --source [--full] | --ptx | --entry | --sass |\n"
+    "                        --cubin] [--json] [--out DIR]\n"
     "\n"
     "Show what the pipeline holds for one problem. Default: the key (canonical text and hash)\n"
     "and the plan. Needs no GPU; --ptx, --entry, --sass and --cubin compile the kernel if it\n"
@@ -38,7 +37,9 @@ const char jit__cli_inspect_help[] =
     "Stage (at most one):\n"
     "  --key           canonical key text and hash\n"
     "  --plan          the plan, as JSON (fields: docs/plan.md)\n"
-    "  --source        the generated CUDA C\n"
+    "  --source        the generated CUDA C; it #includes device headers embedded in the\n"
+    "                  library. --full: those headers inlined, each once, between marker\n"
+    "                  comments: the whole unit NVRTC compiles, as one text\n"
     "  --ptx           the PTX NVRTC produced\n"
     "  --entry         the cache manifest entry, as JSON (target, fallback, registers, ...)\n"
     "  --sass          the SASS of the cubin, from nvdisasm: the one scripts/setup.sh puts in\n"
@@ -51,10 +52,14 @@ const char jit__cli_inspect_help[] =
     "                  prints {\"hash\",\"text\",\"target\",\"fallback\",\"note\"};\n"
     "                  --source/--ptx/--sass print {\"source\"}/{\"ptx\"}/{\"sass\"};\n"
     "                  the default prints {\"key\": {...}, \"plan\": {...}}\n"
-    "  --out DIR       write key.txt, plan.json, kernel.cu, kernel.ptx and entry.json to DIR;\n"
-    "                  with a stage, only that stage's file (kernel.sass, kernel.cubin, ...).\n"
-    "                  DIR is created if missing and refused if another user owns it or can\n"
-    "                  write to it; a file is never written through a link planted there\n"
+    "  --out DIR       write key.txt, plan.json, kernel.cu, kernel.ptx and entry.json to DIR,\n"
+    "                  and with kernel.cu every device header it includes (at the path its\n"
+    "                  #include names) and build-options.txt (target, toolchain, the exact\n"
+    "                  NVRTC and nvJitLink options): 'jitgemm rebuild DIR' compiles it again.\n"
+    "                  With a stage, only that stage's files (kernel.sass, kernel.cubin, ...).\n"
+    "                  DIR and its folders are created if missing and refused if one is a\n"
+    "                  symbolic link or another user owns it or can write to it; a file is\n"
+    "                  never written through a link planted there\n"
     "\n"
     "Exit status: 0 success, 1 the pipeline failed, 2 bad command line.\n";
 
@@ -157,75 +162,6 @@ static void print_json_value(json_t *o) {
     free(text);
 }
 
-/* Write `text` to DIR/name through a fresh temporary: O_EXCL|O_NOFOLLOW cannot open anything
- * already there (a planted link or file), and renameat replaces a link at `name` itself, never
- * the file it points at. */
-static int write_file(int dfd, const char *dir, const char *name, const void *data, size_t len) {
-    const char *text = data;
-    char tmp[128];
-    snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, (long)getpid());
-    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    int err = fd < 0 ? errno : 0;
-    size_t off = 0;
-    while (!err && off < len) {
-        ssize_t w = write(fd, text + off, len - off);
-        if (w < 0 && errno != EINTR)
-            err = errno;
-        else if (w > 0)
-            off += (size_t)w;
-    }
-    if (fd >= 0 && close(fd) != 0 && !err)
-        err = errno;
-    if (!err && renameat(dfd, tmp, dfd, name) != 0)
-        err = errno;
-    if (err) {
-        if (fd >= 0)
-            unlinkat(dfd, tmp, 0);
-        jit__cli_error("cannot write %s/%s: %s", dir, name, strerror(err));
-        return JIT_CLI_FAILED;
-    }
-    printf("wrote %s/%s\n", dir, name);
-    return 0;
-}
-
-/* The files are written as the invoking user (often root) into a directory the user named;
- * if another user can write there, they can swap names under us between any check and any
- * write, so such a directory is refused outright. */
-static int open_out_dir(const char *dir, int *dfd) {
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        jit__cli_error("cannot create %s: %s", dir, strerror(errno));
-        return JIT_CLI_FAILED;
-    }
-    *dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (*dfd < 0) {
-        jit__cli_error(errno == ENOTDIR ? "%s is not a directory" : "cannot open %s: %s", dir,
-                       strerror(errno));
-        return JIT_CLI_FAILED;
-    }
-    struct stat st;
-    const char *why = NULL;
-    char reason[96];
-    if (fstat(*dfd, &st) != 0) {
-        snprintf(reason, sizeof(reason), "cannot stat it: %s", strerror(errno));
-        why = reason;
-    } else if (st.st_uid != geteuid()) {
-        snprintf(reason, sizeof(reason), "it is owned by another user (uid %u)",
-                 (unsigned)st.st_uid);
-        why = reason;
-    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        snprintf(reason, sizeof(reason), "another user can write to it (mode %04o)",
-                 (unsigned)(st.st_mode & 07777));
-        why = reason;
-    }
-    if (why) {
-        jit__cli_error("--out %s: refused: %s; use a directory only you can write", dir, why);
-        close(*dfd);
-        *dfd = -1;
-        return JIT_CLI_FAILED;
-    }
-    return 0;
-}
-
 static int nvdisasm_missing(void) {
     jit__cli_error("inspect --sass: nvdisasm not found: looked in jitgemm-toolkits/cuda-*/bin "
                    "beside the program, in bin/ of $JITGEMM_TOOLKIT_DIR, $CUDA_HOME, $CUDA_PATH "
@@ -271,11 +207,81 @@ static int stage_bytes(jit_context_t *ctx, const jit_problem_t *p, const stage_t
     return 0;
 }
 
-/* --out: every text stage, or just `only`. */
+/* The fields of build-options.txt: the target from the key stage, the entry point from the plan,
+ * and the toolchain that built the cached cubin (from the entry, when --out wrote it) or else
+ * the one this library compiles with here. */
+static int build_options_of(jit_context_t *ctx, const jit_problem_t *p, const char *entry,
+                            jit__cli_build_options_t *b, const char **note) {
+    memset(b, 0, sizeof(*b));
+    char *key = NULL, *plan = NULL;
+    int rc = inspect_stage(ctx, p, JIT_INSPECT_KEY, &key);
+    if (!rc)
+        rc = inspect_stage(ctx, p, JIT_INSPECT_PLAN, &plan);
+    const char *target = key ? strstr(key, "\ntarget ") : NULL;
+    json_t *pj = plan ? json_loads(plan, 0, NULL) : NULL;
+    const char *kernel = json_string_value(json_object_get(pj, "kernel"));
+    if (!rc && (!target || sscanf(target, "\ntarget %15s", b->target) != 1 || !kernel)) {
+        jit__cli_error("inspect --out: the key or the plan lacks the target or the kernel name");
+        rc = JIT_CLI_FAILED;
+    }
+    if (!rc)
+        snprintf(b->kernel, sizeof(b->kernel), "%s", kernel);
+    json_t *ej = entry ? json_loads(entry, 0, NULL) : NULL;
+    json_t *tj = json_object_get(ej, "toolchain");
+    jit__toolchain_id_t *t = &b->toolchain;
+    const char *nvrtc = json_string_value(json_object_get(tj, "nvrtc"));
+    const char *nvjitlink = json_string_value(json_object_get(tj, "nvjitlink"));
+    const jit__toolchain_t *tc = NULL;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    if (nvrtc && nvjitlink && sscanf(nvrtc, "%d.%d", &t->nvrtc_major, &t->nvrtc_minor) == 2 &&
+        sscanf(nvjitlink, "%d.%d", &t->nvjitlink_major, &t->nvjitlink_minor) == 2) {
+        b->has_toolchain = 1;
+        *note = "built the cached cubin";
+    } else if (jit__toolchain_get(NULL, &tc, &d) == JIT_OK) {
+        b->has_toolchain = 1;
+        *t = tc->id;
+        *note = "the toolchain this library compiles with here";
+    }
+    jit__diag_clear(&d);
+    json_decref(ej);
+    json_decref(pj);
+    jit_free(key);
+    jit_free(plan);
+    return rc;
+}
+
+/* Beside kernel.cu: every embedded header it includes, at the path its #include names, and
+ * build-options.txt, so DIR holds the whole unit NVRTC compiled and how it compiled it. */
+static int write_sources(jit_context_t *ctx, const jit_problem_t *p, int dfd, const char *dir,
+                         const char *source, const char *entry) {
+    const jit__device_file_t *headers[JIT_MAX_DEVICE_FILES];
+    size_t n = 0;
+    int rc = jit__cli_unit_headers(source, jit__cli_embedded_header, NULL, 0, headers,
+                                   JIT_MAX_DEVICE_FILES, &n);
+    for (size_t i = 0; !rc && i < n; i++)
+        rc = jit__cli_out_write(dfd, dir, headers[i]->name, headers[i]->text, headers[i]->size);
+    jit__cli_build_options_t b;
+    const char *note = NULL;
+    if (!rc)
+        rc = build_options_of(ctx, p, entry, &b, &note);
+    char *text = rc ? NULL : jit__cli_build_options_format(&b, note);
+    if (!rc && !text) {
+        jit__cli_error("inspect --out: cannot describe the build for target %s", b.target);
+        rc = JIT_CLI_FAILED;
+    }
+    if (!rc)
+        rc = jit__cli_out_write(dfd, dir, JIT__CLI_BUILD_OPTIONS, text, strlen(text));
+    free(text);
+    return rc;
+}
+
+/* --out: every text stage, or just `only`; with the source, its headers and build options. */
 static int write_all(jit_context_t *ctx, const jit_problem_t *p, const char *dir,
                      const stage_t *only, const char *nvdisasm) {
     int dfd = -1;
-    int rc = open_out_dir(dir, &dfd);
+    int rc = jit__cli_out_open("--out", dir, 1, &dfd);
+    char *source = NULL, *entry = NULL;
     for (size_t i = 0; !rc && i < N_STAGES; i++) {
         const stage_t *s = &k_stages[i];
         if (only ? s != only : s->kind != STAGE_TEXT)
@@ -284,9 +290,19 @@ static int write_all(jit_context_t *ctx, const jit_problem_t *p, const char *dir
         size_t len = 0;
         rc = stage_bytes(ctx, p, s, nvdisasm, &data, &len);
         if (!rc)
-            rc = write_file(dfd, dir, s->file, data, len);
-        free(data);
+            rc = jit__cli_out_write(dfd, dir, s->file, data, len);
+        int is_text = s->kind == STAGE_TEXT;
+        if (is_text && s->what == JIT_INSPECT_SOURCE)
+            source = data;
+        else if (is_text && s->what == JIT_INSPECT_ENTRY)
+            entry = data;
+        else
+            free(data);
     }
+    if (!rc && source)
+        rc = write_sources(ctx, p, dfd, dir, source, entry);
+    free(source);
+    free(entry);
     if (dfd >= 0)
         close(dfd);
     return rc;
@@ -315,12 +331,21 @@ static int print_default(jit_context_t *ctx, const jit_problem_t *p, int json) {
 }
 
 static int print_stage(jit_context_t *ctx, const jit_problem_t *p, const stage_t *s, int json,
-                       const char *nvdisasm) {
+                       int full, const char *nvdisasm) {
     char *text = NULL;
     size_t len = 0;
     int rc = stage_bytes(ctx, p, s, nvdisasm, &text, &len);
     if (rc)
         return rc;
+    if (full) {
+        char *unit = jit__cli_unit_inline(text, jit__cli_embedded_header, NULL);
+        free(text);
+        if (!unit) {
+            jit__cli_error("inspect --full: out of memory");
+            return JIT_CLI_FAILED;
+        }
+        text = unit;
+    }
     int is_key = s->kind == STAGE_TEXT && s->what == JIT_INSPECT_KEY;
     if (s->kind == STAGE_TEXT && (s->what == JIT_INSPECT_PLAN || s->what == JIT_INSPECT_ENTRY)) {
         print_json_text(text, !json);
@@ -341,7 +366,7 @@ int jit__cli_inspect(int argc, char **argv) {
     const char *verb = "inspect";
     jit__cli_problem_args_t pa = {0};
     const char *arch = NULL, *sm_text = NULL, *cache_dir = NULL, *out_dir = NULL;
-    int json = 0, flags[N_STAGES] = {0};
+    int json = 0, full = 0, flags[N_STAGES] = {0};
     const jit__cli_opt_t opts[] = {
         {"op", "OP", &pa.op, NULL},
         {"n", "N", &pa.n, NULL},
@@ -356,6 +381,7 @@ int jit__cli_inspect(int argc, char **argv) {
         {"cache-dir", "D", &cache_dir, NULL},
         {"out", "DIR", &out_dir, NULL},
         {"json", NULL, NULL, &json},
+        {"full", NULL, NULL, &full},
         {"key", NULL, NULL, &flags[0]},
         {"plan", NULL, NULL, &flags[1]},
         {"source", NULL, NULL, &flags[2]},
@@ -385,6 +411,12 @@ int jit__cli_inspect(int argc, char **argv) {
     }
     if (out_dir && json)
         return jit__cli_usage(verb, "--out writes files; it does not combine with --json");
+    if (full && (!stage || stage->kind != STAGE_TEXT || stage->what != JIT_INSPECT_SOURCE))
+        return jit__cli_usage(verb,
+                              "--full goes with --source (the unit with its headers inlined)");
+    if (full && out_dir)
+        return jit__cli_usage(verb, "--full prints; --out already writes every header beside "
+                                    "kernel.cu");
     if (stage && stage->kind == STAGE_CUBIN && !out_dir)
         return jit__cli_usage(verb, "--cubin is binary: add --out DIR to write DIR/kernel.cubin");
     /* Before any compile, so a missing disassembler costs nothing. */
@@ -398,7 +430,7 @@ int jit__cli_inspect(int argc, char **argv) {
     if (out_dir)
         rc = write_all(ctx, &p, out_dir, stage, nvdisasm);
     else if (stage)
-        rc = print_stage(ctx, &p, stage, json, nvdisasm);
+        rc = print_stage(ctx, &p, stage, json, full, nvdisasm);
     else
         rc = print_default(ctx, &p, json);
     jit_context_destroy(ctx);

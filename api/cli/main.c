@@ -29,6 +29,9 @@ static const verb_t k_verbs[] = {
     {"inspect", jit__cli_inspect, jit__cli_inspect_help,
      "show the key, plan, source, PTX, SASS (--sass), cubin (--cubin --out DIR)\n"
      "            or cache entry of one problem"},
+    {"rebuild", jit__cli_rebuild, jit__cli_rebuild_help,
+     "compile a kernel directory 'inspect --out DIR' wrote (after any edit) into\n"
+     "            DIR/kernel.cubin, as the library compiles"},
     {"cache", jit__cli_cache, jit__cli_cache_help,
      "list, verify, gc, clear, sum up (stats), export or import the kernel cache"},
     {"run", jit__cli_run, jit__cli_run_help,
@@ -42,7 +45,8 @@ static void print_usage(FILE *f) {
                "A JIT kernel service for block-scaled GEMM on NVIDIA GPUs.\n\nVerbs:\n");
     for (size_t i = 0; i < N_VERBS; i++)
         fprintf(f, "  %-9s %s\n", k_verbs[i].name, k_verbs[i].summary);
-    fprintf(f, "\nEvery verb takes --help and --cache-dir DIR. Environment:\n"
+    fprintf(f, "\nEvery verb takes --help, and all but rebuild (which uses no cache) take\n"
+               "--cache-dir DIR. Environment:\n"
                "  JITGEMM_CACHE_DIR        cache directory (default $XDG_CACHE_HOME/jitgemm,\n"
                "                           else ~/.cache/jitgemm); DIR:LAYER:... adds read-only\n"
                "                           layers searched after it\n"
@@ -103,8 +107,8 @@ int main(int argc, char **argv) {
             return jit__cli_usage("help", "expected one verb, got %d words", argc - 2);
         const verb_t *v = find_verb(argv[2]);
         if (!v)
-            return jit__cli_usage(NULL, "unknown verb '%s' (verbs: prewarm, inspect, cache, run)",
-                                  argv[2]);
+            return jit__cli_usage(
+                NULL, "unknown verb '%s' (verbs: prewarm, inspect, rebuild, cache, run)", argv[2]);
         fputs(v->help, stdout);
         return JIT_CLI_OK;
     }
@@ -112,8 +116,8 @@ int main(int argc, char **argv) {
     if (!v) {
         if (word[0] == '-')
             return jit__cli_usage(NULL, "unknown option '%s'", word);
-        return jit__cli_usage(NULL, "unknown verb '%s' (verbs: prewarm, inspect, cache, run)",
-                              word);
+        return jit__cli_usage(
+            NULL, "unknown verb '%s' (verbs: prewarm, inspect, rebuild, cache, run)", word);
     }
     if (jit__cli_wants_help(argc - 2, argv + 2)) {
         fputs(v->help, stdout);
