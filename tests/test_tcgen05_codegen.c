@@ -16,7 +16,7 @@
  * - the host side encodes every tensor map within the TMA rules of cuda.h (checked by a
  *   recording driver table), the boxes add up to the plan's expect_tx bytes, and the launch
  *   carries the preferred and fallback cluster shapes with a floor-divided grid.
- * The full matrix is scripts/compile-matrix.sh (bench/compile_matrix.c).
+ * The full matrix is scripts/tcgen05-checks/compile-matrix.sh (bench/compile_matrix.c).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -946,7 +946,8 @@ Test(tc_codegen, epilogue_c_stage_advances_only_on_a_store) {
 /* The scale chunks' tcgen05.cp source descriptor is the one NVIDIA's two code generators emit
  * for a 32x128b copy of an unswizzled 512-byte chunk: LBO 16, SBO 128, version 1
  * (0x0000400800010000 | address; CUTLASS C++ make_umma_desc and CUTLASS DSL 4.8.1, compared by
- * scripts/cutlass-cpp-compare.sh and scripts/cutlass-dsl-compare.py). It was LBO 128 before. */
+ * scripts/tcgen05-checks/cutlass-cpp-compare.sh and cutlass-dsl-compare.py). It was LBO 128
+ * before. */
 Test(codegen_tc, scale_copy_descriptor_is_nvidias) {
     static const char *const archs[] = {"sm_100a", "sm_103a", "sm_107a"};
     for (size_t a = 0; a < sizeof(archs) / sizeof(archs[0]); a++) {
