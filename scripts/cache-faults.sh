@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fault injection on the kernel cache (issue 8): every class of damage a cache directory can
-# suffer, applied one at a time to a copy of a small real cache. For each class:
+# Fault injection on the kernel cache (docs/testing.md): every class of damage a cache directory
+# can suffer, applied one at a time to a copy of a small real cache. For each class:
 #
 #   1. `jitgemm cache verify` reports it (exit 1, and a line naming the problem) and changes
 #      nothing: a hash of the whole tree (names, types, modes, owners, sizes, mtimes, link

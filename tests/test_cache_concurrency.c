@@ -346,7 +346,7 @@ Test(cache_concurrency, first_hit_in_a_fresh_process_ignores_manifest_size, .tim
     free(dir);
 }
 
-/* ---- concurrent prewarms of one shape list (issue 8) ------------------------------------- */
+/* ---- concurrent prewarms of one shape list ----------------------------------------------- */
 
 /* One entry in two token bands: two kernels, for sm_90a, whose kernels compile fastest. */
 static const char k_prewarm_list[] =

@@ -233,8 +233,8 @@ Test(cache_verify, reports_every_problem) {
     char *dir = tc_mkdtemp("cache-verify");
     jit__cache_t *c = tc_open(dir, 0);
     /* An entry that exists but that the manifest does not list (a crash before the merge). It
-     * is published first: a later publish would heal the index (issue 8, D8) before verify
-     * could see the drift this test wants reported. */
+     * is published first: a later publish would heal the index (docs/cache.md, "Healing the
+     * index") before verify could see the drift this test wants reported. */
     tc_put(c, 9, 100, NULL);
     build_damaged_cache(dir, c);
     char mpath[4200];

@@ -1,6 +1,6 @@
 /*
- * An empty cache must not hand qsort a NULL array (issue 8, D4): C leaves qsort(NULL, 0, ...)
- * undefined and glibc declares the pointer nonnull, so a compiler may assume it is not NULL.
+ * An empty cache must not hand qsort a NULL array: C leaves qsort(NULL, 0, ...) undefined and
+ * glibc declares the pointer nonnull, so a compiler may assume it is not NULL.
  * This executable interposes qsort (the library is linked statically, so its calls land here)
  * and counts NULL arrays while every maintenance verb runs on an empty cache.
  */

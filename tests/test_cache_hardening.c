@@ -1,8 +1,9 @@
 /*
- * Defects found by fault injection (issue 8), each pinned by the test that exposed it: verify
- * that repaired a damaged manifest instead of reporting it, a directory in kernels/ that nothing
- * could remove, a size cap below one cubin that thrashed without a word, and clear deleting the
- * temporaries of publishes still in flight.
+ * Defects found by fault injection (scripts/cache-faults.sh; docs/testing.md, "Fault injection
+ * on the cache"), each pinned by the test that exposed it: verify that repaired a damaged
+ * manifest instead of reporting it, a directory in kernels/ that nothing could remove, a size
+ * cap below one cubin that thrashed without a word, and clear deleting the temporaries of
+ * publishes still in flight.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -85,7 +86,7 @@ static char *snapshot(const char *dir) {
     return text;
 }
 
-/* ---- D1: verify reports manifest damage and changes nothing ------------------------------- */
+/* ---- verify reports manifest damage and changes nothing ----------------------------------- */
 
 static char *manifest_path(const char *dir) {
     static char p[4200];
@@ -219,7 +220,7 @@ Test(verify_reports, a_healthy_cache_is_clean_and_untouched) {
     free(dir);
 }
 
-/* ---- D7: a directory inside kernels/ ------------------------------------------------------ */
+/* ---- a directory inside kernels/ ---------------------------------------------------------- */
 
 static void plant_dirs(const char *dir, char *junk, char *named, size_t sz) {
     snprintf(junk, sz, "%s/kernels/junk", dir);
@@ -282,7 +283,7 @@ Test(kernels_subdir, removal_never_follows_links) {
     free(outside);
 }
 
-/* ---- D9: a cap below one cubin ------------------------------------------------------------ */
+/* ---- a cap below one cubin ---------------------------------------------------------------- */
 
 Test(size_cap, smaller_than_one_entry_warns_once) {
     char *dir = tc_mkdtemp("cap-tiny");
@@ -313,7 +314,7 @@ Test(size_cap, smaller_than_one_entry_warns_once) {
     free(dir);
 }
 
-/* ---- D10: clear and publishes in flight --------------------------------------------------- */
+/* ---- clear and publishes in flight ------------------------------------------------------- */
 
 Test(clear_in_flight, young_temporaries_and_orphans_are_left_to_gc) {
     char *dir = tc_mkdtemp("clear-young");

@@ -1,9 +1,9 @@
 /*
  * The index: manifest.json plus manifest.journal. A publish to a large cache appends one journal
  * line instead of rewriting the manifest; readers apply the journal; a torn last line is ignored,
- * reported by verify and repaired by gc. And drift between the index and kernels/ (issue 8, D8:
- * phantom entries, sizes that disagree with the cubin, entries missing after a kill -9) heals at
- * the next compaction rather than waiting for gc.
+ * reported by verify and repaired by gc. And drift between the index and kernels/ (phantom
+ * entries, sizes that disagree with the cubin, entries missing after a kill -9; docs/cache.md,
+ * "Healing the index") heals at the next compaction rather than waiting for gc.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -70,7 +70,7 @@ static void remove_entry_files(const char *dir, const char *hash) {
         unlink(tc_path(dir, hash, ext[i]));
 }
 
-/* ---- D8: drift heals --------------------------------------------------------------------- */
+/* ---- drift heals ------------------------------------------------------------------------- */
 
 Test(index_drift, a_phantom_is_not_listed_and_leaves_the_index_at_the_next_publish) {
     char *dir = tc_mkdtemp("drift-phantom");
@@ -201,7 +201,8 @@ static int same_manifest(const struct stat *a, const struct stat *b) {
 }
 
 /* A large cache at its cap: the publish that crosses it scans and evicts, and evicts enough
- * that the next ones append again instead of each scanning the whole cache (issue 8). */
+ * that the next ones append again instead of each scanning the whole cache, so a publish costs
+ * the same however large the cache is (docs/cache.md, "Size cap and eviction"). */
 Test(journal, a_large_cache_at_its_cap_does_not_rescan_on_every_publish) {
     char *dir = tc_mkdtemp("journal-cap");
     jit__cache_t *c = tc_open(dir, 0);

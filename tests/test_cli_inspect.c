@@ -220,7 +220,7 @@ Test(cli_inspect, out_writes_every_stage) {
     json_decref(k);
 }
 
-/* ---- --out in a directory others could have prepared (issue 8, D6) ------------------------ */
+/* ---- --out in a directory others could have prepared ------------------------------------- */
 
 /* A link planted where a stage file goes is replaced; the file it pointed at is untouched. */
 Test(cli_inspect, out_never_writes_through_a_planted_link) {
