@@ -7,7 +7,8 @@
  * The record is one JSON line, the last line a benchmark prints: {"bench", "commit", "date",
  * "host_cores", then the benchmark's own fields, "target", "pass"}. The commit comes from
  * --commit or $JITGEMM_COMMIT (scripts/gpu-check.sh passes `git rev-parse --short HEAD`), so a
- * figure in docs/performance.md can always be traced to the code that produced it.
+ * figure in docs/performance.md or docs/history/ can always be traced to the code that produced
+ * it.
  */
 #ifndef JIT_BENCH_COMMON_H
 #define JIT_BENCH_COMMON_H

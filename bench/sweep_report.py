@@ -15,7 +15,7 @@ build machine against what the H200 measured.
 A sweep is either torch_anchor.py's JSON document or the compact CSV that --to-csv writes
 (bench/sweeps/README.md). --check exits 1 unless, in every sweep, the share of cells within
 5% of the fastest is at least --min-share (0.9) and no cell is past --max-worst (1.15): the
-cost-model target of issue 7 (docs/performance.md).
+cost-model target (docs/performance.md, "Targets").
 """
 import argparse
 import csv

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Fault injection on the kernel cache: every class of damage a cache directory can suffer, and
-# entries that are no damage at all (built by another NVRTC or another jitgemm version, which
-# other hosts serve), applied one at a time to a copy of a small real cache. For each class:
+# Fault injection on the kernel cache (docs/testing.md): every class of damage a cache directory
+# can suffer, and entries that are no damage at all (built by another NVRTC or another jitgemm
+# version, which other hosts serve), applied one at a time to a copy of a small real cache. For
+# each class:
 #
 #   1. `jitgemm cache verify` reports it (exit 1, and a line naming the problem) and changes
 #      nothing: a hash of the whole tree (names, types, modes, owners, sizes, mtimes, link

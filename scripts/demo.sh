@@ -14,7 +14,7 @@ run() {
     "$@"
 }
 
-scripts/setup.sh
+run scripts/setup.sh
 run build/jitgemm prewarm examples/shapes.json --arch sm_107a
 run build/jitgemm inspect --op linear --n 5120 --k 5120 --tokens 1024 --arch sm_107a --entry
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
@@ -27,8 +27,9 @@ cat <<'EOT'
 
 Which kernels have run on a GPU: only the FP8 row-scaled ones for sm_90a (H100/H200), checked
 on an H200 against an FP64 reference. The sm_107a kernels prewarmed above, like every
-Blackwell and Rubin (sm_100a, sm_103a, sm_107a) kernel, have never run on hardware: they are
-generated, compiled and checked statically only (docs/blackwell-rubin.md).
+Blackwell and Rubin (sm_100a, sm_103a, sm_107a) kernel, have never run on hardware. They are
+generated and compiled; the block-scaled ones are also checked statically and run on a host
+functional model of the GPU against the FP64 reference (docs/blackwell-rubin.md).
 
 What to try next:
   build/jitgemm inspect --op linear --n 5120 --k 5120 --tokens 1024 --arch sm_90a --plan

@@ -31,8 +31,9 @@ linear:5120:5120:4096 linear_add:5120:5120:1024 linear_swiglu:27648:5120:1024"
 read -r -a SHAPES <<<"${GPU_CHECK_SHAPES:-$DEFAULT_SHAPES}"
 # The anchor: jitgemm against torch._scaled_mm in one process (bench/torch_anchor.py), at the
 # prefill, middle and decode shapes of docs/performance.md.
-# Issue targets: decode T = 1, 4, 16 on two shapes (memory roofline), T = 128 and 512, and
-# T = 1024, 4096, 8192 at the five seed geometries (>= 1.10x torch), plus two epilogues.
+# The targets (docs/performance.md): decode T = 1, 4, 16 on two shapes (memory roofline),
+# T = 128 and 512, and T = 1024, 4096, 8192 at the five seed geometries (>= 1.10x torch), plus
+# two epilogues.
 LARGE_M_SHAPES="linear:5120:17408:1024 linear:5120:17408:4096 linear:5120:17408:8192 \
 linear:14336:5120:1024 linear:14336:5120:4096 linear:14336:5120:8192 \
 linear:34816:5120:1024 linear:34816:5120:4096 linear:34816:5120:8192 \

@@ -196,9 +196,9 @@ else
 fi
 
 # ---- 2b. project-local nvdisasm ---------------------------------------------------------------
-# For the static SASS checks of the tcgen05 kernels (scripts/sass-check.py, ctest sass_check):
-# nvdisasm is a separate wheel; it goes into the same folder, beside NVRTC. Without it that
-# test reports itself skipped.
+# For the static SASS checks of the tcgen05 kernels (scripts/tcgen05-checks/sass-check.py,
+# ctest sass_check): nvdisasm is a separate wheel; it goes into the same folder, beside NVRTC.
+# Without it that test reports itself skipped.
 if [ "$do_nvrtc" -eq 1 ]; then
     nvdisasm="$DEPS_DIR/bin/nvdisasm"
     if [ -x "$nvdisasm" ] && "$nvdisasm" --version 2>/dev/null | grep -q "release ${NVDISASM_WHEEL_VERSION%.*}"; then

@@ -736,7 +736,7 @@ Test(blockscaled_ref, linear_swiglu_by_hand) {
 }
 
 /*
- * Issue 10, finding 4 (pad). The kernel reads scales in whole 4-block chunks and TMA fills data
+ * The scale pad. The kernel reads scales in whole 4-block chunks and TMA fills data
  * past K with zeros, so for a K that ends inside a chunk it multiplies the chunk's pad scales
  * with zero data. The reference run over K rounded up to whole chunks, with zero data there and
  * the tiled scales jit_scale_to_tiled made (even when asked for the NaN pad 0xFF), must equal

@@ -2,8 +2,8 @@
  * The index: manifest.json plus manifest.journal. A publish to a large cache appends one journal
  * line instead of rewriting the manifest; readers apply the journal; a torn last line is ignored,
  * reported by verify and repaired by gc. And drift between the index and kernels/ (phantom
- * entries, sizes that disagree with the cubin, entries missing after a kill -9) heals at the
- * next compaction rather than waiting for gc.
+ * entries, sizes that disagree with the cubin, entries missing after a kill -9; docs/cache.md,
+ * "Healing the index") heals at the next compaction rather than waiting for gc.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -201,7 +201,8 @@ static int same_manifest(const struct stat *a, const struct stat *b) {
 }
 
 /* A large cache at its cap: the publish that crosses it scans and evicts, and evicts enough
- * that the next ones append again instead of each scanning the whole cache. */
+ * that the next ones append again instead of each scanning the whole cache, so a publish costs
+ * the same however large the cache is (docs/cache.md, "Size cap and eviction"). */
 Test(journal, a_large_cache_at_its_cap_does_not_rescan_on_every_publish) {
     char *dir = tc_mkdtemp("journal-cap");
     jit__cache_t *c = tc_open(dir, 0);
@@ -273,7 +274,8 @@ Test(journal, a_torn_last_line_is_ignored_reported_and_repaired) {
     cr_assert_eq(jit__cache_verify(c, journal_report, &torn, &bad, NULL, NULL), JIT_OK);
     cr_expect_eq(torn, 1, "verify must report the torn journal line");
     cr_expect_geq(bad, 1);
-    cr_assert_eq(jit__cache_gc(c, NULL, NULL, NULL), JIT_OK);
+    size_t removed = 0;
+    cr_assert_eq(jit__cache_gc(c, NULL, 0, 0, NULL, &removed, NULL), JIT_OK);
     cr_expect_eq(verify_bad(c), 0, "gc did not repair the torn journal");
     cr_expect_eq(list_count(c), LARGE + 2);
     jit__cache_close(c);

@@ -458,7 +458,7 @@ Test(cli_prewarm, gc_dry_run_reports_what_gc_removes_and_changes_nothing) {
     free(path);
 }
 
-/* ---- what reached the disk (issue 8, D2 and D9) ------------------------------------------- */
+/* ---- what reached the disk ---------------------------------------------------------------- */
 
 /* A prewarm exists to fill the disk: a directory the library refuses (here: writable by
  * everyone) leaves the kernels in memory only, and that must be a failure that says so. */

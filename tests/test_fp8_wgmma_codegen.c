@@ -678,8 +678,8 @@ Test(fp8_wgmma, register_budgets_that_would_hang_are_refused) {
 
 /* The token band edge at 128 exists for this planner: up to 128 tokens one m-tile covers every
  * row and the narrowest tile gives the most CTAs; from 129 two m-tiles make 128x64 take two
- * rounds (the H200 sweeps: docs/performance.md). If a refit changes these choices, the band edge
- * needs another look. */
+ * rounds (the H200 sweeps: docs/history/cost-model-sweeps.md). If a refit changes these
+ * choices, the band edge needs another look. */
 Test(fp8_wgmma, the_bands_either_side_of_128_tokens_plan_different_tiles) {
     jit__plan_t lo, hi;
     make_plan(jit__token_band(128), 5120, 17408, JIT_EPILOGUE_LINEAR, &lo);

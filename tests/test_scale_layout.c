@@ -79,9 +79,9 @@ Test(scale_layout, to_tiled_places_every_scale_and_pads) {
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < nk; c++)
             cr_assert_eq(dst[jit_scale_tile_offset(r, c, nk)], src[r * nk + c]);
-    /* Padded rows hold the caller's pad byte; the padded k-blocks of real rows hold 0x00 (issue
-     * 10, finding 4: the kernel multiplies them with zero data, and 0 x NaN is NaN), a finite
-     * scale in UE8M0 (2^-127), UE4M3 and UE5M3 (0). */
+    /* Padded rows hold the caller's pad byte; the padded k-blocks of real rows hold 0x00 (the
+     * kernel reads whole 4-block scale chunks and multiplies the pads with TMA's zero fill past
+     * K, and 0 x NaN is NaN), a finite scale in UE8M0 (2^-127), UE4M3 and UE5M3 (0). */
     size_t rowpad = 0;
     for (int64_t r = 0; r < 256; r++)
         for (int64_t c = 0; c < 8; c++) {

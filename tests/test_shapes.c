@@ -340,7 +340,7 @@ Test(shapes, files_examples_and_read_errors) {
     free(dir);
 }
 
-/* ---- input size and scale (issue 8, D5) --------------------------------------------------- */
+/* ---- input size and scale ----------------------------------------------------------------- */
 
 #define SHAPES_CAP (16u << 20) /* the documented cap on a shape list's size */
 

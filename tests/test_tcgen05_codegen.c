@@ -16,7 +16,7 @@
  * - the host side encodes every tensor map within the TMA rules of cuda.h (checked by a
  *   recording driver table), the boxes add up to the plan's expect_tx bytes, and the launch
  *   carries the preferred and fallback cluster shapes with a floor-divided grid.
- * The full matrix is scripts/compile-matrix.sh (bench/compile_matrix.c).
+ * The full matrix is scripts/tcgen05-checks/compile-matrix.sh (bench/compile_matrix.c).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -263,7 +263,8 @@ static void check_spellings(const jit__plan_t *plan, const char *src, const char
                                                    tc->b.lbo, tc->b.sbo, tc->b.swizzle, 0));
     cr_assert(strstr(src, want), "missing %s", want);
     /* Descriptors take the absolute address in the arch's field width, and the kernel traps
-     * at start if its last operand stage would not fit it (issue 10, finding 1). */
+     * at start if its last operand stage would not fit it (a device that reserves more shared
+     * memory than the arch profile says). */
     snprintf(want, sizeof(want), "    DESC_ADDR_MASK = %u,",
              (1u << jit__tc_smem_desc_addr_bits(plan->arch)) - 1u);
     cr_assert(strstr(src, want), "missing %s", want);
@@ -446,7 +447,7 @@ Test(codegen_tc, sm_107a_fallback_refuses_a_576_column_plan) {
               "%s", d.msg);
 }
 
-/* Issue 10, finding 2: an sm_100f cubin runs sm_100 MMA semantics (the scale-vector mode and K
+/* An sm_100f cubin runs sm_100 MMA semantics (the scale-vector mode and K
  * are in the opcode: UTCOMMA.4X, K=64 FP4), while an sm_107a plan's descriptor asks for its
  * widened K (128 FP4, 64 mxf8f6f4). Every block-scaled sm_107a plan is refused for the fallback
  * build, with a message that says why and what to install, even where TMEM would fit. */
@@ -777,7 +778,8 @@ Test(codegen_tc, tensor_maps_follow_the_tma_rules) {
 }
 
 /* The same checks over every variant the planner accepts: each arch, format, CTA group, tile N
- * and B-reuse setting (issue 10's plan-invariant sweep for the TMA side). */
+ * and B-reuse setting: the plan-invariant sweep of tests/test_tcgen05_plan.c, for the TMA
+ * side. */
 Test(codegen_tc, tensor_maps_of_every_variant) {
     const char *arches[] = {"sm_100a", "sm_103a", "sm_107a"};
     const fmt_t E5M2X2 = {"mxfp8/e5m2", JIT_DTYPE_E5M2, JIT_DTYPE_E5M2, JIT_SCALE_UE8M0_32};
@@ -901,7 +903,7 @@ Test(codegen_tc, single_cluster_shape_launch) {
     cr_assert_eq(dims.token_slots, 0u);
 }
 
-/* Issue 10, finding 3. The epilogue waits `cp.async.bulk.wait_group.read C_STAGES-1` before it
+/* The C staging index. The epilogue waits `cp.async.bulk.wait_group.read C_STAGES-1` before it
  * writes C stage cs % C_STAGES: that guarantees that every store but the newest has finished
  * reading, so it protects the stage only if the newest store went to a different stage, i.e.
  * if cs counts stores. A model of the sequence: each sub-tile is live (stored) or skipped (rows
@@ -946,7 +948,8 @@ Test(tc_codegen, epilogue_c_stage_advances_only_on_a_store) {
 /* The scale chunks' tcgen05.cp source descriptor is the one NVIDIA's two code generators emit
  * for a 32x128b copy of an unswizzled 512-byte chunk: LBO 16, SBO 128, version 1
  * (0x0000400800010000 | address; CUTLASS C++ make_umma_desc and CUTLASS DSL 4.8.1, compared by
- * scripts/cutlass-cpp-compare.sh and scripts/cutlass-dsl-compare.py). It was LBO 128 before. */
+ * scripts/tcgen05-checks/cutlass-cpp-compare.sh and cutlass-dsl-compare.py). It was LBO 128
+ * before. */
 Test(codegen_tc, scale_copy_descriptor_is_nvidias) {
     static const char *const archs[] = {"sm_100a", "sm_103a", "sm_107a"};
     for (size_t a = 0; a < sizeof(archs) / sizeof(archs[0]); a++) {

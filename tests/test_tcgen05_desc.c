@@ -320,8 +320,8 @@ Test(tc_smem_desc, check_rejects_unrepresentable_inputs) {
                   JIT_OK);
 }
 
-/* Issue 10, finding 1: the field holds the absolute address. The sm_107a mixed FP8 x FP4 plan's
- * last SFB stage at offset 251904 + 9 * 1024 sits at absolute 0x3FC00 + 0x400 = 0x40000: 0 in
+/* The field holds the absolute address, counted from the start of the shared window. The
+ * sm_107a mixed FP8 x FP4 plan's last SFB stage at offset 251904 + 9 * 1024 sits at absolute 0x3FC00 + 0x400 = 0x40000: 0 in
  * a 14-bit field, 0x4000 in sm_107a's 15-bit field (mask 0x7FFF on addr >> 4). */
 Test(tc_smem_desc, start_field_width_per_arch) {
     cr_expect_eq(jit__tc_smem_desc_addr_bits(jit__arch_find("sm_100a")), 14);

@@ -234,8 +234,9 @@ Test(tc_smem, check_catches_bad_layouts) {
     bad.buffers[1].offset = 32768;
     cr_expect_eq(jit__tc_smem_check(&bad, arch("sm_100a"), NULL), JIT_PLAN_FAILED);
     /* An MMA operand whose offset ends below 256 KiB but whose absolute address (after the
-     * 1 KiB reserved block) does not: the 14-bit field of sm_100a would wrap it to 0 (issue 10,
-     * finding 1). The capacity is lifted so that only the descriptor range can object. */
+     * 1 KiB reserved block) does not: the 14-bit field of sm_100a would wrap it to 0, since a
+     * descriptor holds the absolute address. The capacity is lifted so that only the descriptor
+     * range can object. */
     jit__arch_profile_t wide = *arch("sm_100a");
     wide.smem_per_cta = 300 * 1024;
     bad = m;
@@ -589,9 +590,10 @@ static void check_invariants(const jit__plan_t *p, const char *what) {
         cr_assert_leq(ops[i]->box_inner_bytes, 128u, "%s", what);
         cr_assert_leq(ops[i]->rows, 256, "%s", what);
     }
-    /* TMEM alignment (issue 10, finding 4): every accumulator stage and the scale block start
-     * on a multiple of the epilogue sub-tile (>= 32 columns), as CUTLASS's overlapping layout
-     * does (stage 1 at 256 - epilogue tile N); SFB directly follows SFA. */
+    /* TMEM alignment: every accumulator stage and the scale block start on a multiple of the
+     * epilogue sub-tile (>= 32 columns), as CUTLASS's overlapping layout does (stage 1 at 256 -
+     * epilogue tile N); SFB directly follows SFA. Overlapping stages once put stage 1 and the
+     * scales only 4-column aligned. */
     for (int s = 0; s < tc->tmem.acc_stages; s++)
         cr_assert_eq(tc->tmem.acc[s].first_column % tc->smem.epi_tile_n, 0, "%s: stage %d at %d",
                      what, s, tc->tmem.acc[s].first_column);
@@ -769,9 +771,9 @@ Test(tc_plan, lead_planner_routes_block_scales_here) {
 
 /* ---- descriptor address range of every default plan ---------------------------------------- */
 
-/* Finding 1 of issue 10: the MMA and tcgen05.cp descriptors encode the absolute shared::cta
- * address, and dynamic shared memory starts after a reserved block (1 KiB), so an operand
- * stage must be representable at reserved + offset, not at offset. Every stage of every
+/* The MMA and tcgen05.cp descriptors encode the absolute shared::cta address, and dynamic
+ * shared memory starts after a reserved block (1 KiB), so an operand stage must be
+ * representable at reserved + offset, not at offset. Every stage of every
  * operand (A, B, SFA, SFB) of every default plan: its descriptor decodes to its own absolute
  * address. */
 Test(tc_plan, default_plans_descriptor_addresses_are_absolute) {

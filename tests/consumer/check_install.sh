@@ -66,12 +66,16 @@ done
 # may keep jansson's .pc outside the default search path (the GPU check unpacks it privately).
 export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 [ "$(pkg-config --modversion jitgemm)" = "$version" ] || fail "pkg-config version"
-step "pkg-config consumer, shared: $(pkg-config --cflags --libs jitgemm)"
+# The .pc file gives -L and no rpath: docs/install.md has the consumer add the rpath below, and
+# the program must find libjitgemm.so by it alone (the prefix is not on the loader's path).
+pc_libdir=$(pkg-config --variable=libdir jitgemm)
+step "pkg-config consumer, shared: $(pkg-config --cflags --libs jitgemm) -Wl,-rpath,$pc_libdir"
 # shellcheck disable=SC2046 # the flags are meant to split
-"$cc" -o "$work/pc-shared" "$src/tests/consumer/consumer.c" $(pkg-config --cflags --libs jitgemm) ||
-    fail "linking with pkg-config --libs failed"
-LD_LIBRARY_PATH=$prefix/$libdir "$work/pc-shared" "$version" "$work/cache" ||
-    fail "pkg-config consumer (shared) failed"
+"$cc" -o "$work/pc-shared" "$src/tests/consumer/consumer.c" $(pkg-config --cflags --libs jitgemm) \
+    "-Wl,-rpath,$pc_libdir" || fail "linking with pkg-config --libs failed"
+readelf -d "$work/pc-shared" | grep -qF "[$pc_libdir]" ||
+    fail "the shared pkg-config consumer has no rpath to $pc_libdir"
+"$work/pc-shared" "$version" "$work/cache" || fail "pkg-config consumer (shared) failed"
 static_libs=$(pkg-config --static --libs jitgemm)
 step "pkg-config consumer, static: $static_libs"
 # Libs.private must be all a static link needs besides the archive itself.

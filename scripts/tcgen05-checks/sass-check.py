@@ -19,7 +19,8 @@ Exit status: 0 all checks passed, 1 a check failed, 77 nvdisasm or the CLI missi
 reports it as skipped). nvdisasm comes from the project-local folder scripts/setup.sh fills
 (.deps/cuda-*/bin), from $JITGEMM_NVDISASM, or from PATH.
 
-    scripts/sass-check.py [--jitgemm build/jitgemm] [--nvdisasm PATH] [--quick] [--keep DIR]
+    scripts/tcgen05-checks/sass-check.py [--jitgemm build/jitgemm] [--nvdisasm PATH] [--quick]
+        [--keep DIR]
 """
 import argparse
 import json
@@ -29,7 +30,8 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))  # two levels up from scripts/tcgen05-checks
 
 from nvdisasm_path import find_nvdisasm  # noqa: E402 (a sibling module)
 SKIP = 77

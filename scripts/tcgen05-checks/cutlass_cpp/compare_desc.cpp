@@ -1,7 +1,7 @@
 // Host-only cross-check of jitgemm's tcgen05 encoders (kernel_src/tcgen05/tc_desc.c) against
 // NVIDIA's CUTLASS C++ headers (cute, from the PyPI package nvidia-cutlass). Built and run by
-// scripts/cutlass-cpp-compare.sh; no GPU and no device code: only the constexpr descriptor
-// builders, MMA traits and TMEM fragment layouts of cute are evaluated on the host.
+// scripts/tcgen05-checks/cutlass-cpp-compare.sh; no GPU and no device code: only the constexpr
+// descriptor builders, MMA traits and TMEM fragment layouts of cute are evaluated on the host.
 //
 // Every comparison prints one row: area, case, field, CUTLASS value, jitgemm value, verdict
 // (match / DIFFER / n/a with the reason). Field positions are taken from CUTLASS's own bit-field

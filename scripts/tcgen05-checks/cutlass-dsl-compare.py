@@ -5,8 +5,9 @@ No GPU is needed or used. For each case below the script
   1. plans and compiles jitgemm's kernel through the CLI (`jitgemm inspect --plan --json`,
      `--ptx`, and `--entry --json --cache-dir`, which leaves the cubin in a scratch cache);
   2. compiles a small block-scaled GEMM mainloop of our own written with the CUTLASS DSL
-     (scripts/cutlass_dsl_kernels/bs_gemm.py) with the same kind, CTA group, tile N and MMAs per
-     K tile, with CUTE_DSL_ARCH/CUTE_DSL_KEEP/CUTE_DSL_DUMP_DIR so that it writes PTX and cubin;
+     (cutlass_dsl_kernels/bs_gemm.py beside this script) with the same kind, CTA group, tile N
+     and MMAs per K tile, with CUTE_DSL_ARCH/CUTE_DSL_KEEP/CUTE_DSL_DUMP_DIR so that it writes
+     PTX and cubin;
   3. disassembles both cubins with nvdisasm and prints, per case, a table of the facts that can
      be read from both sides: tcgen05.mma spelling, instruction descriptor, shared-memory and
      scale-copy descriptor constants, descriptor start-address masks, TMEM alloc/dealloc,
@@ -19,8 +20,8 @@ created on first use; --venv or $JITGEMM_DSL_VENV choose another. Not part of ct
 heavy. Exit status: 0 done (differences are reported, not failures), 1 an error, 77 the
 environment could not be set up (venv, nvdisasm or the CLI missing).
 
-    scripts/cutlass-dsl-compare.py [--venv DIR] [--jitgemm build/jitgemm] [--nvdisasm PATH]
-                                   [--keep DIR] [--case NAME ...]
+    scripts/tcgen05-checks/cutlass-dsl-compare.py [--venv DIR] [--jitgemm build/jitgemm]
+                                                  [--nvdisasm PATH] [--keep DIR] [--case NAME ...]
 """
 import argparse
 import glob
@@ -32,7 +33,8 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))  # two levels up from scripts/tcgen05-checks
 
 from nvdisasm_path import find_nvdisasm  # noqa: E402 (a sibling module)
 SKIP = 77
@@ -126,7 +128,7 @@ def dsl(py, plan, case, work):
     dsl_arch = arch[:6]  # sm_100, sm_103, sm_107: the DSL's resource-map keys
     # Allocate what our plan allocates, so that the alloc spelling is compared like for like.
     cols = plan.get("tmem", {}).get("allocated_columns") or 0
-    run([py, "-c", DRIVER, os.path.join(ROOT, "scripts", "cutlass_dsl_kernels"), dsl_arch, a,
+    run([py, "-c", DRIVER, os.path.join(HERE, "cutlass_dsl_kernels"), dsl_arch, a,
          b, sf, vec, str(plan["tile"]["n"]), "1" if plan["cta_group"] == 2 else "0",
          str(plan["instrs_per_tile_k"]), str(cols), "2" if plan["breuse"] else "1"], env=env)
     ptx = glob.glob(os.path.join(out, "*.ptx"))

@@ -5,7 +5,8 @@ import glob
 import os
 import shutil
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))  # two levels up from scripts/tcgen05-checks
 
 
 def find_nvdisasm(given):

@@ -4,12 +4,13 @@
 # builds it against the model's device headers (tests/fmodel/shim) as a shared object, and
 # `fmodel run` executes it over random data and compares with the FP64 reference.
 #
-#   scripts/fmodel.sh [--quick] [--controls] [--fmodel PATH] [--cxx CXX] [--work DIR] [--seeds N] [CASE...]
+#   scripts/tcgen05-checks/fmodel.sh [--quick] [--controls] [--fmodel PATH] [--cxx CXX]
+#       [--work DIR] [--seeds N] [CASE...]
 #
 # --quick: the CI subset (ctest fmodel_quick). Without CASE arguments and without --quick: the
 # full matrix. --seeds N runs every case under N scheduling seeds (default 1; 2 in the matrix).
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 fmodel="$root/build/fmodel"
 cxx=${CXX:-g++}
 work=""

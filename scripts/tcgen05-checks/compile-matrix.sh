@@ -4,14 +4,15 @@
 # spills and compile time per variant, with the toolchain versions and the date. Nothing is
 # executed: no Blackwell or Rubin GPU was available. Exit status 1 on any ptxas error or spill.
 #
-#   scripts/compile-matrix.sh [OUTPUT.md] [-- compile_matrix options: --jobs J --arch A ...]
+#   scripts/tcgen05-checks/compile-matrix.sh [OUTPUT.md]
+#       [-- compile_matrix options: --jobs J --arch A ...]
 #
 # Uses build/ (or $BUILD_DIR), configuring and building the compile_matrix target if needed.
 # NVRTC 13.4+ for the native sm_107a rows comes from the project-local folder scripts/setup.sh
 # fills; without it those rows say "skipped".
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 OUT=""
 if [ $# -gt 0 ] && [ "$1" != "--" ]; then

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Cross-check jitgemm's tcgen05 (sm_100a) descriptor encoders against NVIDIA's CUTLASS C++ headers,
-# on the host, without a GPU: scripts/cutlass_cpp/compare_desc.cpp includes cute's descriptor
-# builders, MMA atom traits and scale-factor TMEM fragments next to kernel_src/tcgen05/tc_desc.h,
-# links the project's static library and prints one row per compared field. It also checks the
+# on the host, without a GPU: cutlass_cpp/compare_desc.cpp (beside this script) includes cute's
+# descriptor builders, MMA atom traits and scale-factor TMEM fragments next to
+# kernel_src/tcgen05/tc_desc.h, links the project's static library and prints one row per
+# compared field. It also checks the
 # descriptors of real plans (`jitgemm inspect --plan --json`) against CUTLASS's.
 #
 # The headers come from PyPI `nvidia-cutlass` (pinned below, a 6.4 MB wheel; only its
@@ -11,7 +12,7 @@
 # Not part of ctest or CI (it downloads the wheel). Findings: docs/blackwell-rubin.md,
 # "Cross-check against the CUTLASS C++ headers".
 #
-#   scripts/cutlass-cpp-compare.sh [--build DIR] [--all]
+#   scripts/tcgen05-checks/cutlass-cpp-compare.sh [--build DIR] [--all]
 #
 # --build DIR  the configured and built tree (default build/); needs jitgemm and libjitgemm.a
 # --all        print every row (default: differences, not-compared rows and a summary per area)
@@ -20,7 +21,7 @@
 # missing and cannot be set up.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PIN=4.2.0.0
 BUILD="$ROOT/build"
 ALL=0
@@ -79,7 +80,7 @@ command -v g++ >/dev/null || skip "g++ not found"
 OUT="$BUILD/cutlass-cpp"
 mkdir -p "$OUT"
 BIN="$OUT/compare_desc"
-SRC="$ROOT/scripts/cutlass_cpp/compare_desc.cpp"
+SRC="$ROOT/scripts/tcgen05-checks/cutlass_cpp/compare_desc.cpp"
 if [ ! -x "$BIN" ] || [ "$SRC" -nt "$BIN" ] || [ "$LIB" -nt "$BIN" ]; then
     echo "cutlass-cpp-compare: compiling $SRC" >&2
     g++ -std=c++17 -O1 -Wall -Wextra -isystem "$INC" -isystem "$CCCL" -isystem "$CUDA/include" \

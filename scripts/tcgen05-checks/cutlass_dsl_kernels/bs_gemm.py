@@ -8,8 +8,8 @@ allocation, TMA forms), which do not depend on one.
 
 Warp 0 loads A, B, SFA, SFB with TMA; warp 1 allocates TMEM, copies the scales to TMEM and
 issues the MMAs. Not handled, since nothing runs: the SFB column shift of odd N 64/192 tiles
-and M/N/K remainders. Run through scripts/cutlass-dsl-compare.py; DEBUG = True prints the scale
-layouts at trace time.
+and M/N/K remainders. Run through scripts/tcgen05-checks/cutlass-dsl-compare.py; DEBUG = True
+prints the scale layouts at trace time.
 """
 import cutlass
 import cutlass.cute as cute
