@@ -296,11 +296,11 @@ Test(cache_gc, removes_damage_orphans_and_stale_temporaries) {
     snprintf(young, sizeof(young), "%s", tc_path(dir, tc_hash(10), ".cubin"));
     cr_assert_eq(jt_write_file(young, "cubin being published"), 0);
 
-    jit__toolchain_id_t keep = {13, 5, 13, 5};
-    size_t removed = 0;
-    cr_assert_eq(jit__cache_gc(c, &keep, 1, 1, NULL, &removed, NULL), JIT_OK);
+    jit__cache_gc_counts_t gc;
+    cr_assert_eq(jit__cache_gc(c, NULL, &gc, NULL), JIT_OK);
     /* 3, 4, 5, 6 damaged; 8 orphaned; the stray; the old temporary. 7 has no files left. */
-    cr_assert_eq(removed, 7, "removed %zu", removed);
+    cr_assert_eq(gc.removed, 7, "removed %zu", gc.removed);
+    cr_assert_eq(gc.evicted, 0, "evicted %zu under a 4 GiB cap", gc.evicted);
     cr_assert(tc_exists(path), "a young temporary was removed");
     cr_assert(tc_exists(young), "a young orphan was removed");
     cr_assert_eq(tc_count_files(dir, "kernels"), 9, "entries 1 and 2 (4 files each) + young");
@@ -330,22 +330,27 @@ static void put_variant(jit__cache_t *c, unsigned seed, int gen, int nvrtc_minor
     free(bin);
 }
 
-Test(cache_gc, removes_other_generators_and_toolchains) {
+/* Entries of another key format or another toolchain are valid (other hosts serve them): gc
+ * keeps them unless its rules name them, and then removes exactly those. */
+Test(cache_gc, removes_other_generators_and_toolchains_only_when_told) {
     char *dir = tc_mkdtemp("cache-gc-versions");
     jit__cache_t *c = tc_open(dir, 0);
     put_variant(c, 1, 2, 5); /* current generator, kept toolchain */
     put_variant(c, 2, 1, 5); /* old generator */
-    put_variant(c, 3, 2, 0); /* toolchain 13.0, not kept */
-    put_variant(c, 4, 2, 4); /* toolchain 13.4, kept */
-    jit__toolchain_id_t keep[2] = {{13, 5, 13, 5}, {13, 4, 13, 5}};
-    size_t removed = 0;
-    cr_assert_eq(jit__cache_gc(c, keep, 2, 2, NULL, &removed, NULL), JIT_OK);
-    cr_assert_eq(removed, 2);
+    put_variant(c, 3, 2, 0); /* toolchain 13.0, dropped */
+    put_variant(c, 4, 2, 4); /* toolchain 13.4, not named */
+    jit__cache_gc_counts_t n;
+    cr_assert_eq(jit__cache_gc(c, NULL, &n, NULL), JIT_OK);
+    cr_assert_eq(n.removed, 0, "the default rules removed %zu valid entries", n.removed);
+    const jit__cache_nvrtc_t drop[] = {{13, 0}, {12, 8}};
+    const jit__cache_gc_rules_t rules = {drop, 2, 2, NULL};
+    cr_assert_eq(jit__cache_gc(c, &rules, &n, NULL), JIT_OK);
+    cr_assert_eq(n.removed, 2);
     jit__cache_entry_t *all;
-    size_t n;
-    cr_assert_eq(jit__cache_list(c, &all, &n, NULL), JIT_OK);
-    cr_assert_eq(n, 2);
-    for (size_t i = 0; i < n; i++)
+    size_t count;
+    cr_assert_eq(jit__cache_list(c, &all, &count, NULL), JIT_OK);
+    cr_assert_eq(count, 2);
+    for (size_t i = 0; i < count; i++)
         cr_assert(!strcmp(all[i].hash, tc_hash(1)) || !strcmp(all[i].hash, tc_hash(4)));
     free(all);
     cr_assert(tc_hit(c, 1, 64) && tc_hit(c, 4, 64) && !tc_hit(c, 2, 64) && !tc_hit(c, 3, 64));
@@ -355,8 +360,9 @@ Test(cache_gc, removes_other_generators_and_toolchains) {
 }
 
 /* Entries built from other device code, or written before device code was hashed (no
- * device_hash), are removed; the current ones stay. */
-Test(cache_gc, removes_entries_of_other_device_code) {
+ * device_hash), are removed when the rules name this library's device code; the current ones
+ * stay. */
+Test(cache_gc, removes_entries_of_other_device_code_when_told) {
     char *dir = tc_mkdtemp("cache-gc-device");
     jit__cache_t *c = tc_open(dir, 0);
     static const char *const hashes[] = {"0123456789abcdef0123456789abcdef",
@@ -369,10 +375,10 @@ Test(cache_gc, removes_entries_of_other_device_code) {
         cr_assert_eq(jit__cache_put(c, &e, bin, 64, NULL, NULL, NULL), JIT_OK);
         free(bin);
     }
-    jit__toolchain_id_t keep = {13, 5, 13, 5};
-    size_t removed = 0;
-    cr_assert_eq(jit__cache_gc(c, &keep, 1, 1, hashes[0], &removed, NULL), JIT_OK);
-    cr_assert_eq(removed, 2, "removed %zu", removed);
+    const jit__cache_gc_rules_t rules = {NULL, 0, 0, hashes[0]};
+    jit__cache_gc_counts_t n;
+    cr_assert_eq(jit__cache_gc(c, &rules, &n, NULL), JIT_OK);
+    cr_assert_eq(n.removed, 2, "removed %zu", n.removed);
     cr_assert(tc_hit(c, 1, 64) && !tc_hit(c, 2, 64) && !tc_hit(c, 3, 64));
     jit__cache_close(c);
     jt_rmtree(dir);

@@ -36,7 +36,7 @@ Test(cache_empty, maintenance_never_sorts_a_null_array) {
     free(all);
     cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
     cr_expect_eq(bad, 0);
-    cr_assert_eq(jit__cache_gc(c, NULL, 0, 0, NULL, &removed, NULL), JIT_OK);
+    cr_assert_eq(jit__cache_gc(c, NULL, NULL, NULL), JIT_OK);
     cr_assert_eq(jit__cache_clear(c, &removed, NULL), JIT_OK);
     jit__cache_entry_t e;
     void *bin = NULL;

@@ -191,8 +191,8 @@ Test(verify_reports, every_manifest_damage_without_repairing_it) {
 
         /* gc is the repair: afterwards verify is clean and every entry is still there. */
         c = tc_open(dir, 0);
-        size_t removed = 0, bad = 9;
-        cr_assert_eq(jit__cache_gc(c, NULL, 0, 0, NULL, &removed, NULL), JIT_OK);
+        size_t bad = 9;
+        cr_assert_eq(jit__cache_gc(c, NULL, NULL, NULL), JIT_OK);
         cr_expect_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
         cr_expect_eq(bad, 0, "%s: gc did not repair the manifest", k_damage[k].name);
         for (unsigned i = 1; i <= 3; i++)
@@ -247,7 +247,7 @@ Test(kernels_subdir, verify_reports_it_and_gc_removes_it) {
     cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
     cr_expect_eq(bad, 2, "both directories are problems, got %zu", bad);
     size_t removed = 0;
-    cr_assert_eq(jit__cache_gc(c, NULL, 0, 0, NULL, &removed, NULL), JIT_OK);
+    cr_assert_eq(jit__cache_gc(c, NULL, NULL, NULL), JIT_OK);
     cr_expect(!tc_exists(junk), "gc left kernels/junk");
     cr_expect(!tc_exists(named), "gc left a directory named like a cubin");
     cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
@@ -340,7 +340,7 @@ Test(clear_in_flight, young_temporaries_and_orphans_are_left_to_gc) {
     /* Once they are old, gc (or clear) takes them. */
     set_age(young, 3600);
     set_age(orphan, 3600);
-    cr_assert_eq(jit__cache_gc(c, NULL, 0, 0, NULL, &removed, NULL), JIT_OK);
+    cr_assert_eq(jit__cache_gc(c, NULL, NULL, NULL), JIT_OK);
     cr_expect(!tc_exists(young) && !tc_exists(orphan));
     jit__cache_close(c);
     free(dir);
@@ -361,12 +361,12 @@ static void index_replaced_by_a_directory(const char *name) {
     cr_assert_eq(mkdir(path, 0700), 0);
     snprintf(inside, sizeof(inside), "%s/inside", path);
     cr_assert_eq(jt_write_file(inside, "x"), 0);
-    size_t bad = 0, removed = 0;
+    size_t bad = 0;
     cr_assert_eq(jit__cache_verify(c, NULL, NULL, &bad, NULL, NULL), JIT_OK);
     cr_expect_gt(bad, 0, "verify must report a directory named %s", name);
     jit__diag_t d;
     jit__diag_init(&d);
-    cr_expect_eq(jit__cache_gc(c, NULL, 0, 0, NULL, &removed, &d), JIT_OK, "gc: %s", d.msg);
+    cr_expect_eq(jit__cache_gc(c, NULL, NULL, &d), JIT_OK, "gc: %s", d.msg);
     jit__diag_clear(&d);
     struct stat st;
     cr_expect(lstat(path, &st) != 0 || S_ISREG(st.st_mode), "gc left %s a directory", name);
