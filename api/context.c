@@ -1,6 +1,7 @@
 /*
- * Context life cycle, per-thread last-error text, and the problem -> plan -> key steps that
- * every entry point (jit_gemm, jit_prewarm, jit_inspect) shares.
+ * Context life cycle, per-thread last-error text and the context's counters. The stages a call
+ * runs on a context are in the stage_*.c files (pipeline.h); this file calls none of them, only
+ * the kernel table's setup and teardown.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include "compile_mode.h"
 #include "context.h"
 #include "driver.h"
+#include "kernel_table.h"
 #include "log_level.h"
 
 /* ---- last error ------------------------------------------------------------------------ */
@@ -192,17 +194,8 @@ jit_status_t jit_context_create(const jit_context_options_t *opt, jit_context_t 
     remember_toolchains(ctx->cache);
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_cond_init(&ctx->inflight_done, NULL);
-    jit__kernel_table_t *t = calloc(1, sizeof(*t));
-    if (t) {
-        t->capacity = 64;
-        t->slots = calloc(t->capacity, sizeof(*t->slots));
-    }
-    if (!t || !t->slots) {
-        free(t);
-        jit__fail(&d, JIT_OUT_OF_MEMORY, "kernel table");
+    if (jit__kernel_table_init(ctx, &d) != JIT_OK)
         goto fail_locks;
-    }
-    atomic_init(&ctx->kernels, t);
     jit__log(ctx->log_level, JIT_LOG_INFO, "context: %s with %d SMs, cache %s%s, on a miss: %s",
              ctx->arch ? ctx->arch->name : "no arch", ctx->sm_count, jit__cache_dir(ctx->cache),
              jit__cache_writable(ctx->cache) ? "" : " (memory only)",
@@ -218,33 +211,10 @@ fail:
     return jit__ctx_error(NULL, &d);
 }
 
-static void free_table(jit__kernel_table_t *t) {
-    if (t) {
-        free(t->slots);
-        free(t);
-    }
-}
-
 void jit_context_destroy(jit_context_t *ctx) {
     if (!ctx)
         return;
-    const jit__driver_t *drv = NULL;
-    jit__diag_t d;
-    jit__diag_init(&d);
-    jit__kernel_table_t *t = atomic_load(&ctx->kernels);
-    for (size_t i = 0; t && i < t->capacity; i++) {
-        jit__kernel_t *k = atomic_load(&t->slots[i]);
-        if (!k)
-            continue;
-        /* A loaded kernel implies a driver; a context created without a GPU has none. */
-        if (!drv)
-            jit__driver_get(&drv, &d);
-        jit__kernel_release(drv, k);
-    }
-    free_table(t);
-    for (size_t i = 0; i < ctx->n_retired; i++)
-        free_table(ctx->retired[i]);
-    free(ctx->retired);
+    jit__kernel_table_free(ctx);
     for (jit__cubin_rec_t *r = ctx->cubins, *next; r; r = next) {
         next = r->next;
         free(r->cubin);
@@ -254,7 +224,6 @@ void jit_context_destroy(jit_context_t *ctx) {
     jit__cache_close(ctx->cache);
     pthread_mutex_destroy(&ctx->lock);
     pthread_cond_destroy(&ctx->inflight_done);
-    jit__diag_clear(&d);
     free(ctx);
 }
 
@@ -287,103 +256,5 @@ jit_status_t jit_context_stats(const jit_context_t *ctx, jit_stats_t *out) {
         1e-9 * (double)atomic_load_explicit(&c->compile_ns, memory_order_relaxed);
     out->not_in_cache = atomic_load_explicit(&c->not_in_cache, memory_order_relaxed);
     out->failures = atomic_load_explicit(&c->failures, memory_order_relaxed);
-    return JIT_OK;
-}
-
-/* ---- plan and key ---------------------------------------------------------------------- */
-
-jit_status_t jit__ctx_plan(jit_context_t *ctx, const jit_problem_t *p, jit__plan_t *plan,
-                           jit__diag_t *d) {
-    if (!ctx->arch)
-        return jit__fail(d, JIT_NO_GPU,
-                         "no arch given and no GPU to detect it from: set an arch (e.g. "
-                         "--arch sm_90a, or jit_context_options_t.arch)");
-    jit__gemm_spec_t spec;
-    jit_status_t st = jit__spec_from_problem(p, &spec, d);
-    if (st != JIT_OK)
-        return st;
-    if (p->m <= 0)
-        return jit__fail(d, JIT_INVALID_SHAPE, "m=%lld must be at least 1", (long long)p->m);
-    return jit__plan_make(&spec, jit__token_band(p->m), ctx->sm_count, ctx->arch, plan, d);
-}
-
-const jit__toolchain_t *jit__ctx_toolchain(jit_context_t *ctx, char *why, size_t whysz) {
-    pthread_mutex_lock(&ctx->lock);
-    const jit__toolchain_t *have = ctx->exec_tc;
-    pthread_mutex_unlock(&ctx->lock);
-    if (have)
-        return have;
-    const jit__toolchain_t *tc = NULL;
-    jit__diag_t d;
-    jit__diag_init(&d);
-    if (jit__toolchain_get(ctx->toolkit_dir, &tc, &d) != JIT_OK) {
-        snprintf(why, whysz, "%s", d.msg);
-        jit__diag_clear(&d);
-        return NULL;
-    }
-    jit__diag_clear(&d);
-    pthread_mutex_lock(&ctx->lock);
-    int first = !ctx->exec_tc;
-    if (first)
-        ctx->exec_tc = tc;
-    tc = ctx->exec_tc;
-    pthread_mutex_unlock(&ctx->lock);
-    if (first)
-        jit__log(ctx->log_level, JIT_LOG_INFO,
-                 "kernels launched by this context use NVRTC %d.%d (%s)", tc->id.nvrtc_major,
-                 tc->id.nvrtc_minor, tc->dir[0] ? tc->dir : "loader default path");
-    return tc;
-}
-
-const jit__key_t *jit__key_set_main(const jit__key_set_t *ks) {
-    return &ks->keys[ks->build >= 0 ? ks->build : 0];
-}
-
-jit_status_t jit__ctx_keys(const jit_context_t *ctx, const jit__toolchain_t *tc, const char *tc_why,
-                           const jit__plan_t *plan, jit__key_set_t *ks, jit__diag_t *d) {
-    (void)ctx;
-    memset(ks, 0, sizeof(*ks));
-    ks->build = -1;
-    const jit__arch_profile_t *a = plan->arch;
-    jit_status_t st = jit__key_make(plan, a->native_target, 0, &ks->keys[0], d);
-    if (st != JIT_OK)
-        return st;
-    ks->n = 1;
-    if (tc && jit__toolchain_supports(tc, a->sm)) {
-        ks->build = 0;
-        return JIT_OK;
-    }
-    const jit__arch_profile_t *fb = a->fallback_target ? jit__arch_find(a->check_target) : NULL;
-    int fb_buildable = tc && fb && jit__toolchain_supports(tc, fb->sm);
-    if (a->fallback_target) {
-        /* A plan the fallback build refuses has no fallback key; the generator says why. */
-        jit__diag_t fd;
-        jit__diag_init(&fd);
-        jit_status_t fst = jit__key_make(plan, a->fallback_target, 1, &ks->keys[1], &fd);
-        if (fst == JIT_OK) {
-            ks->n = 2;
-            if (fb_buildable)
-                ks->build = 1;
-        } else if (fb_buildable) {
-            ks->no_build_status = fst;
-            snprintf(ks->no_build_why, sizeof(ks->no_build_why), "%s", fd.msg);
-        }
-        jit__diag_clear(&fd);
-    }
-    if (ks->build >= 0 || ks->no_build_status != JIT_OK)
-        return JIT_OK;
-    if (!tc) {
-        ks->no_build_status = JIT_TOOLCHAIN_NOT_FOUND;
-        snprintf(ks->no_build_why, sizeof(ks->no_build_why),
-                 "kernel %s for %s is not in the cache and cannot be compiled here: %s",
-                 ks->keys[0].hash, a->name, tc_why && *tc_why ? tc_why : "no NVRTC");
-    } else {
-        ks->no_build_status = JIT_UNSUPPORTED_ARCH;
-        snprintf(ks->no_build_why, sizeof(ks->no_build_why),
-                 "NVRTC %d.%d cannot target %s%s; run scripts/setup.sh for a newer NVRTC or "
-                 "set JITGEMM_TOOLKIT_DIR",
-                 tc->id.nvrtc_major, tc->id.nvrtc_minor, a->name,
-                 a->fallback_target ? " nor its fallback" : "");
-    }
     return JIT_OK;
 }

@@ -5,8 +5,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "context.h"
 #include "driver.h"
+#include "family.h"
+#include "kernel_table.h"
+#include "pipeline.h"
 
 static int aligned(const void *p, uintptr_t a) {
     return ((uintptr_t)p & (a - 1)) == 0;

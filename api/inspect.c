@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
+#include "compile.h"
 #include "family.h"
+#include "pipeline.h"
 
 void jit_free(void *p) {
     free(p);

@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "context.h"
+#include "pipeline.h"
 
 typedef struct job {
     jit__plan_t plan;

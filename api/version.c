@@ -12,7 +12,7 @@
 #if JITGEMM_VERSION_MAJOR != JITGEMM_PROJECT_VERSION_MAJOR ||                                      \
     JITGEMM_VERSION_MINOR != JITGEMM_PROJECT_VERSION_MINOR ||                                      \
     JITGEMM_VERSION_PATCH != JITGEMM_PROJECT_VERSION_PATCH
-#error "api/jitgemm.h's JITGEMM_VERSION_* disagree with project(VERSION) in CMakeLists.txt"
+#error "include/jitgemm.h's JITGEMM_VERSION_* disagree with project(VERSION) in CMakeLists.txt"
 #endif
 
 const char *jit_version(void) {

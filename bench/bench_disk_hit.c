@@ -31,8 +31,8 @@
 
 #include "bench_common.h"
 #include "cache.h"
-#include "context.h"
 #include "driver.h"
+#include "pipeline.h"
 
 #define TARGET_MS 5.0
 #define N_REAL 4

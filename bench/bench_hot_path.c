@@ -2,12 +2,12 @@
  * Benchmark 3: host time of the in-memory hit path, the part of every jit_gemm call that finds
  * the loaded kernel (target: median <= 200 ns per lookup).
  *
- * What is timed is jit__ctx_lookup (api/context.h): build the launch key from the problem,
+ * What is timed is jit__ctx_lookup (api/kernel_table.h): build the launch key from the problem,
  * hash it, probe the context's lock-free table. Lookups cycle over eight problems of
  * different N, as a model's layers would, so the branch predictor does not see one key.
  *
  * With a GPU, the table holds kernels really compiled and loaded by jit__ctx_kernel. Without
- * one nothing can be loaded, so the table is seeded with records built the way api/kernels.c
+ * one nothing can be loaded, so the table is seeded with records built the way api/kernel_table.c
  * builds them (same launch key, same hash, same probing), and every lookup is checked to
  * return the seeded record: if the library's key layout ever changes, the seeded records stop
  * matching and the benchmark fails instead of timing misses. The seeded records are taken out
@@ -24,8 +24,8 @@
 #include <string.h>
 
 #include "bench_common.h"
-#include "context.h"
 #include "driver.h"
+#include "pipeline.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
         if (jit__ctx_lookup(ctx, &probs[i], cuctx) != expect[i]) {
             fprintf(stderr,
                     "bench_hot_path: lookup of n=%lld did not return its %s record; the launch "
-                    "key in api/kernels.c no longer matches this benchmark's copy\n",
+                    "key in api/kernel_table.c no longer matches this benchmark's copy\n",
                     (long long)k_ns[i], gpu ? "loaded" : "seeded");
             goto done;
         }

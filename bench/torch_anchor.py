@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 
-# ---- the library's public API (api/jitgemm.h) --------------------------------------------
+# ---- the library's public API (include/jitgemm.h) ----------------------------------------
 
 
 class Problem(ctypes.Structure):

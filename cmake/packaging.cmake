@@ -29,7 +29,7 @@ install(TARGETS jitgemm
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_COMPONENT Development)
 install(TARGETS jitgemm_static ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS jitgemm_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(FILES ${CMAKE_SOURCE_DIR}/api/jitgemm.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${CMAKE_SOURCE_DIR}/include/jitgemm.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 # ---- CMake package ----------------------------------------------------------------------------
 set(JITGEMM_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/jitgemm)

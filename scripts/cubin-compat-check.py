@@ -4,7 +4,7 @@ launch each on fresh random data and compare with an FP64 reference.
 
 The question it answers: does a cubin from the project-local NVRTC (13.4+, the one the library
 prefers) load and compute correctly on an older driver? The library has a fallback for the
-case where it does not (api/kernels.c retries with the newest NVRTC the driver is as new as);
+case where it does not (api/stage_load.c retries with the newest NVRTC the driver is as new as);
 this script checks which case the GPU in hand is in.
 
 Usage: scripts/cubin-compat-check.py CACHE_DIR   (a jitgemm cache prewarmed for this GPU's arch)

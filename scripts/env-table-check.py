@@ -17,7 +17,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DIRS = ["api", "jit", "cache", "kernel_src", "tests", "bench", "examples", "scripts", ".ci", "python"]
+DIRS = ["include", "api", "jit", "cache", "kernel_src", "tests", "bench", "examples", "scripts", ".ci", "python"]
 C_READS = [
     re.compile(r'(?:getenv|nonempty_env)\(\s*"(JITGEMM_\w+)"\s*\)'),
     re.compile(r'launch_opt_in\s*=\s*"(JITGEMM_\w+)"'),

@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
+#include "family.h"
 #include "jitgemm.h"
+#include "pipeline.h"
 #include "support.h"
 
 static char *g_dir;

@@ -1,6 +1,6 @@
 """jitgemm: run-time compiled FP8 GEMM kernels for NVIDIA GPUs, from Python.
 
-A thin ctypes layer over the shared library libjitgemm.so (api/jitgemm.h); no compiler is
+A thin ctypes layer over the shared library libjitgemm.so (include/jitgemm.h); no compiler is
 needed to install it. `gemm` takes PyTorch tensors; `prewarm` and `inspect` need neither a GPU
 nor PyTorch. Where the library is looked for: docs/python.md (or jitgemm._lib's docstring).
 """

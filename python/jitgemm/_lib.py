@@ -1,4 +1,4 @@
-"""Finding and loading libjitgemm.so, and the ctypes mirror of api/jitgemm.h.
+"""Finding and loading libjitgemm.so, and the ctypes mirror of include/jitgemm.h.
 
 The library is loaded on first use, not at import, so `import jitgemm` works (and says where it
 looked) on a machine where the library is missing. Where it looks, in order:
@@ -19,12 +19,12 @@ import subprocess
 import threading
 from pathlib import Path
 
-# The ABI this package was written against (api/jitgemm.h): before 1.0 a minor release may
+# The ABI this package was written against (include/jitgemm.h): before 1.0 a minor release may
 # change it, so major and minor must match the loaded library's jit_version().
 ABI_VERSION = (0, 1)
 SONAME = "libjitgemm.so.0"
 
-# ---- enums (api/jitgemm.h) ---------------------------------------------------------------------
+# ---- enums (include/jitgemm.h) -----------------------------------------------------------------
 STATUS_MIN = -18  # JIT_NOT_IN_CACHE, the last entry of JIT_STATUS_MAP
 STATUS_CACHE_ERROR = -12
 

@@ -14,8 +14,8 @@ from conftest import PYTHON_DIR, run_python
 
 
 def header_status_map(repo):
-    """{code: "JIT_NAME"} from JIT_STATUS_MAP in api/jitgemm.h."""
-    text = (repo / "api" / "jitgemm.h").read_text()
+    """{code: "JIT_NAME"} from JIT_STATUS_MAP in include/jitgemm.h."""
+    text = (repo / "include" / "jitgemm.h").read_text()
     return {int(v): "JIT_" + n for n, v in re.findall(r"X\((\w+),\s*(-?\d+),", text)}
 
 
@@ -24,7 +24,7 @@ def test_loads_the_build_tree_library(build_dir):
 
 
 def test_version_matches_header_and_package(repo):
-    text = (repo / "api" / "jitgemm.h").read_text()
+    text = (repo / "include" / "jitgemm.h").read_text()
     parts = [re.search(r"#define JITGEMM_VERSION_%s (\d+)" % w, text).group(1)
              for w in ("MAJOR", "MINOR", "PATCH")]
     assert jitgemm.library_version() == ".".join(parts)
@@ -169,10 +169,10 @@ def test_pkg_config_prefix_is_found(tmp_path, build_dir):
 
 
 def test_enum_values_are_the_headers(repo):
-    """The ctypes mirror's constants against api/jitgemm.h."""
+    """The ctypes mirror's constants against include/jitgemm.h."""
     from jitgemm import _lib
 
-    text = (repo / "api" / "jitgemm.h").read_text()
+    text = (repo / "include" / "jitgemm.h").read_text()
     header = {n: int(v) for n, v in re.findall(r"\b(JIT_[A-Z0-9_]+) = (-?\d+)", text)}
     mirror = {
         "JIT_DTYPE_E4M3": _lib.DTYPE_E4M3, "JIT_DTYPE_E5M2": _lib.DTYPE_E5M2,
@@ -211,5 +211,5 @@ def header_struct_fields(text, tag):
 def test_struct_mirrors_follow_the_header(repo, tag, cls):
     from jitgemm import _lib
 
-    text = (repo / "api" / "jitgemm.h").read_text()
+    text = (repo / "include" / "jitgemm.h").read_text()
     assert [f[0] for f in getattr(_lib, cls)._fields_] == header_struct_fields(text, tag)

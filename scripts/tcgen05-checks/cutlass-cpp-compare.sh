@@ -84,7 +84,7 @@ SRC="$ROOT/scripts/tcgen05-checks/cutlass_cpp/compare_desc.cpp"
 if [ ! -x "$BIN" ] || [ "$SRC" -nt "$BIN" ] || [ "$LIB" -nt "$BIN" ]; then
     echo "cutlass-cpp-compare: compiling $SRC" >&2
     g++ -std=c++17 -O1 -Wall -Wextra -isystem "$INC" -isystem "$CCCL" -isystem "$CUDA/include" \
-        -I "$ROOT/kernel_src" -I "$ROOT/jit" -I "$ROOT/api" -I "$ROOT/cache" \
+        -I "$ROOT/kernel_src" -I "$ROOT/jit" -I "$ROOT/include" -I "$ROOT/cache" \
         "$SRC" "$LIB" -ljansson -ldl -lpthread -lm -o "$BIN" ||
         { echo "cutlass-cpp-compare: compiling $SRC failed" >&2; exit 2; }
 fi

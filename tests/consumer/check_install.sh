@@ -27,6 +27,10 @@ for f in "$libdir/libjitgemm.so.${version%%.*}" "$libdir/libjitgemm.so" "$libdir
     "$libdir/cmake/jitgemm/jitgemmConfigVersion.cmake" "$libdir/pkgconfig/jitgemm.pc"; do
     [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
+# The public header is the whole interface: none of the library's internal headers may be
+# installed beside it.
+headers=$(cd "$prefix/include" && echo *)
+[ "$headers" = "jitgemm.h" ] || fail "include/ holds '$headers', not jitgemm.h alone"
 soname=$(readelf -d "$prefix/$libdir/libjitgemm.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 [ "$soname" = "libjitgemm.so.${version%%.*}" ] || fail "SONAME is '$soname'"
 

@@ -1,124 +1,16 @@
 /*
- * The in-memory kernel table: launch key -> loaded function, per context.
- *
- * NOTE: reads take no lock. Slots are atomic pointers to entries that never change once
- * published; inserts (rare: once per kernel per CUDA context) take ctx->lock, and growing
- * publishes a new table with a release store while the old one is kept until the context is
- * destroyed, since a reader may still be probing it.
+ * The load stage: on a miss of the kernel table, problem -> plan -> key set -> cubin (the stages
+ * before it, pipeline.h), loaded into the current CUDA context, prepared by its family and
+ * inserted in the table, where every later call for the problem finds it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
 #include "driver.h"
-
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
-void jit__launch_key_make(const jit_problem_t *p, CUcontext cuctx, jit__launch_key_t *lk) {
-    memset(lk, 0, sizeof(*lk));
-    lk->cuctx = cuctx;
-    lk->n = p->n;
-    lk->k = p->k;
-    lk->a = p->a_dtype;
-    lk->b = p->b_dtype;
-    lk->out = p->out_dtype;
-    lk->scales = p->scale_mode;
-    lk->epilogue = p->epilogue;
-    lk->band = jit__token_band(p->m);
-}
-
-static const jit__kernel_t *probe(const jit__kernel_table_t *t, const jit__launch_key_t *lk,
-                                  uint64_t h) {
-    size_t mask = t->capacity - 1;
-    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-        const jit__kernel_t *k = atomic_load_explicit(&t->slots[i], memory_order_acquire);
-        if (!k)
-            return NULL;
-        if (k->lk_hash == h && memcmp(&k->lk, lk, sizeof(*lk)) == 0)
-            return k;
-    }
-}
-
-const jit__kernel_t *jit__ctx_lookup(const jit_context_t *ctx, const jit_problem_t *p,
-                                     CUcontext cuctx) {
-    jit__launch_key_t lk;
-    jit__launch_key_make(p, cuctx, &lk);
-    uint64_t h = XXH3_64bits(&lk, sizeof(lk));
-    const jit__kernel_table_t *t =
-        atomic_load_explicit(&((jit_context_t *)ctx)->kernels, memory_order_acquire);
-    return probe(t, &lk, h);
-}
-
-static void place(jit__kernel_table_t *t, jit__kernel_t *k) {
-    size_t mask = t->capacity - 1;
-    size_t i = (size_t)k->lk_hash & mask;
-    while (atomic_load_explicit(&t->slots[i], memory_order_relaxed))
-        i = (i + 1) & mask;
-    atomic_store_explicit(&t->slots[i], k, memory_order_release);
-}
-
-/* Insert under ctx->lock; returns the entry that is in the table afterwards (an equal one
- * another thread inserted first wins, and `k` is then not inserted). */
-static const jit__kernel_t *insert(jit_context_t *ctx, jit__kernel_t *k, int *inserted) {
-    *inserted = 0;
-    jit__kernel_table_t *t = atomic_load(&ctx->kernels);
-    const jit__kernel_t *existing = probe(t, &k->lk, k->lk_hash);
-    if (existing)
-        return existing;
-    if ((ctx->n_kernels + 1) * 2 > t->capacity) {
-        jit__kernel_table_t *bigger = calloc(1, sizeof(*bigger));
-        jit__kernel_table_t **retired =
-            realloc(ctx->retired, (ctx->n_retired + 1) * sizeof(*retired));
-        if (bigger)
-            bigger->slots = calloc(t->capacity * 2, sizeof(*bigger->slots));
-        if (retired)
-            ctx->retired = retired;
-        if (!bigger || !bigger->slots || !retired) {
-            if (bigger)
-                free(bigger->slots);
-            free(bigger);
-            return NULL;
-        }
-        bigger->capacity = t->capacity * 2;
-        for (size_t i = 0; i < t->capacity; i++) {
-            jit__kernel_t *e = atomic_load(&t->slots[i]);
-            if (e)
-                place(bigger, e);
-        }
-        ctx->retired[ctx->n_retired++] = t;
-        atomic_store_explicit(&ctx->kernels, bigger, memory_order_release);
-        t = bigger;
-    }
-    place(t, k);
-    ctx->n_kernels++;
-    *inserted = 1;
-    return k;
-}
-
-void jit__kernel_release(const jit__driver_t *drv, jit__kernel_t *k) {
-    if (drv) {
-        if (k->launch_state && k->plan.family && k->plan.family->release)
-            k->plan.family->release(drv, k->launch_state);
-        if (k->module)
-            drv->cuModuleUnload(k->module);
-    }
-    free(k);
-}
-
-jit_status_t jit__check_launch_opt_in(const jit__plan_t *plan, jit__diag_t *d) {
-    const char *var = plan->family->launch_opt_in;
-    if (!var)
-        return JIT_OK;
-    const char *v = getenv(var);
-    if (v && strcmp(v, "1") == 0)
-        return JIT_OK;
-    return jit__fail(d, JIT_UNSUPPORTED_ARCH,
-                     "%s %s kernels are generated and compiled but have never been run "
-                     "on hardware; set %s=1 to launch them anyway (and check the results)",
-                     plan->arch->name, plan->family->name, var);
-}
+#include "family.h"
+#include "kernel_table.h"
+#include "pipeline.h"
 
 static int load_error_may_be_toolchain(CUresult r) {
     return r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION || r == CUDA_ERROR_INVALID_IMAGE ||
@@ -158,11 +50,9 @@ jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUconte
     jit_status_t st = jit__driver_get(&drv, d);
     if (st != JIT_OK)
         return st;
-    jit__kernel_t *k = calloc(1, sizeof(*k));
+    jit__kernel_t *k = jit__kernel_new(p, cuctx);
     if (!k)
         return jit__fail(d, JIT_OUT_OF_MEMORY, "kernel record");
-    jit__launch_key_make(p, cuctx, &k->lk);
-    k->lk_hash = XXH3_64bits(&k->lk, sizeof(k->lk));
     st = jit__ctx_plan(ctx, p, &k->plan, d);
     if (st == JIT_OK)
         st = jit__check_launch_opt_in(&k->plan, d);
@@ -214,7 +104,7 @@ jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUconte
     }
     pthread_mutex_lock(&ctx->lock);
     int inserted = 0;
-    const jit__kernel_t *in_table = insert(ctx, k, &inserted);
+    const jit__kernel_t *in_table = jit__kernel_table_insert(ctx, k, &inserted);
     pthread_mutex_unlock(&ctx->lock);
     if (!inserted) {
         jit__kernel_release(drv, k);

@@ -1,19 +1,17 @@
 /*
- * Key set -> cubin, shared by jit_gemm, jit_prewarm and jit_inspect. Lookup order: this
- * context's memory, the disk cache (each key of the set, most preferred first), then generate +
- * compile + publish the set's build key. A key is compiled once however many ask for it:
- * threads of this process wait on the in-flight list, other processes on the cache's per-key
- * file lock (and then find the published entry). Nothing here needs a toolchain until a miss
- * must be compiled.
+ * The cache stage: key set -> cubin, shared by jit_gemm, jit_prewarm and jit_inspect. Lookup
+ * order: this context's memory, the disk cache (each key of the set, most preferred first), then
+ * the compile stage for the set's build key, and the publish of what it built. A key is compiled
+ * once however many ask for it: threads of this process wait on the in-flight list, other
+ * processes on the cache's per-key file lock (and then find the published entry). Nothing here
+ * needs a toolchain until a miss must be compiled.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "context.h"
-#include "device_files.h"
 #include "family.h"
+#include "pipeline.h"
 
 static void count(atomic_uint_fast64_t *counter, uint64_t n) {
     atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
@@ -46,72 +44,6 @@ static void fill_out(const jit__cubin_rec_t *r, int compiled, jit__obtained_t *o
     out->cubin = r->cubin;
     out->size = r->size;
     out->compiled = compiled;
-}
-
-/* Generate and compile; fill the record's entry, cubin, source and PTX. */
-static jit_status_t compile_key(jit_context_t *ctx, const jit__toolchain_t *tc,
-                                const jit__plan_t *plan, const jit__key_t *key,
-                                jit__cubin_rec_t *rec, jit__diag_t *d) {
-    char *source = NULL;
-    jit_status_t st = jit__generate(plan, key, &source, d);
-    if (st != JIT_OK)
-        return st;
-    const char *name = jit__plan_kernel_name(plan);
-    jit__compiled_t c;
-    double check_seconds = 0;
-    if (key->fallback) {
-        /* The Rubin source must assemble for the arch it stands in for, not only for the
-         * family target the cubin is built for. */
-        st = jit__compile(tc, source, name, plan->arch->check_target, JIT__COMPILE_CHECK, &c, d);
-        check_seconds = c.seconds;
-        jit__compiled_free(&c);
-        if (st != JIT_OK) {
-            free(source);
-            return st;
-        }
-    }
-    st = jit__compile(tc, source, name, key->target, JIT__COMPILE_CUBIN, &c, d);
-    if (st != JIT_OK) {
-        jit__compiled_free(&c);
-        free(source);
-        return st;
-    }
-    if (c.spill_stores || c.spill_loads)
-        jit__log(ctx->log_level, JIT_LOG_WARN, "%s for %s spills (%d bytes stored, %d loaded)",
-                 name, key->target, c.spill_stores, c.spill_loads);
-    jit__cache_entry_t *e = &rec->entry;
-    memset(e, 0, sizeof(*e));
-    snprintf(e->hash, sizeof(e->hash), "%s", key->hash);
-    snprintf(e->key_text, sizeof(e->key_text), "%s", key->text);
-    snprintf(e->arch, sizeof(e->arch), "%s", plan->arch->name);
-    snprintf(e->target, sizeof(e->target), "%s", key->target);
-    e->fallback = key->fallback;
-    if (key->fallback)
-        snprintf(e->check_target, sizeof(e->check_target), "%s", plan->arch->check_target);
-    e->toolchain = tc->id;
-    e->generator_version = JIT_KEY_FORMAT_VERSION;
-    snprintf(e->device_hash, sizeof(e->device_hash), "%s", jit__device_files_hash());
-    snprintf(e->kernel_name, sizeof(e->kernel_name), "%s", name);
-    e->block[0] = (unsigned)plan->threads;
-    e->block[1] = e->block[2] = 1;
-    e->cluster[0] = (unsigned)(plan->cluster_m > 0 ? plan->cluster_m : 1);
-    e->cluster[1] = (unsigned)(plan->cluster_n > 0 ? plan->cluster_n : 1);
-    e->cluster[2] = 1;
-    e->smem_bytes = plan->smem_bytes;
-    e->registers = c.registers;
-    e->spill_stores = c.spill_stores;
-    e->spill_loads = c.spill_loads;
-    e->stack_bytes = c.stack_bytes;
-    e->compile_seconds = c.seconds + check_seconds;
-    e->size = c.cubin_size;
-    e->created = e->last_used = (int64_t)time(NULL);
-    jit__hash_hex(c.cubin, c.cubin_size, e->checksum);
-    rec->cubin = c.cubin;
-    rec->size = c.cubin_size;
-    rec->source = source;
-    c.cubin = NULL;
-    jit__compiled_free(&c);
-    return JIT_OK;
 }
 
 /* A verified disk entry for `key` that may be served, else *found = 0. */
@@ -184,7 +116,7 @@ static jit_status_t disk_or_compile(jit_context_t *ctx, const jit__toolchain_t *
                  "kernel %s (%s): miss, compiling for %s with NVRTC %d.%d (%s)", key->hash, name,
                  key->target, tc->id.nvrtc_major, tc->id.nvrtc_minor,
                  tc->dir[0] ? tc->dir : "loader default path");
-        st = compile_key(ctx, tc, plan, key, rec, d);
+        st = jit__ctx_compile(ctx, tc, plan, key, rec, d);
         if (st == JIT_OK) {
             *compiled = 1;
             count(&ctx->counters.compiles, 1);
