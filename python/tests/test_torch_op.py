@@ -255,6 +255,15 @@ def test_compile_fullgraph_puts_one_operator_in_the_graph(op, with_out):
         assert got is out
 
 
+def test_compile_refuses_a_wrong_out_when_tracing():
+    torch._dynamo.reset()
+    a, b, sa, sb, _ = (meta_like(x) for x in operands("linear_swiglu", 17))
+    compiled = torch.compile(Layer(b, sb, "linear_swiglu"), backend="eager", fullgraph=True)
+    with pytest.raises(RuntimeError, match=r"out must have shape \[M, Nout\] = \(17, 32\), "
+                                           r"got \(17, 64\)"):
+        compiled(a, sa, None, torch.empty(17, N, dtype=BF16, device="meta"))
+
+
 def test_compile_with_dynamic_m():
     torch._dynamo.reset()
     a, b, sa, sb, _ = (meta_like(x) for x in operands("linear_swiglu", 40))
