@@ -15,7 +15,8 @@
 # the exit status is non-zero if any failed.
 #
 # Environment: GPU_CHECK_BUDGET_S (default 480) bounds the whole run, each step's timeout is cut
-# to what is left; GPU_CHECK_SHAPES overrides the shape list ("op:n:k:tokens" words);
+# to what is left (GPU_CHECK_PYTHON_S, default 300, caps the Python step alone);
+# GPU_CHECK_SHAPES overrides the shape list ("op:n:k:tokens" words);
 # JITGEMM_COMMIT names the commit (else .gpu/commit written by fetch-gpu-debs.sh, else git).
 # GPU_CHECK_AB compares forms of a kernel (see ab_forms below).
 set -uo pipefail
@@ -335,8 +336,9 @@ ab_forms() {
 }
 
 # The Python binding on PyTorch tensors (python/tests/gpu_cases.py: every epilogue at ragged M,
-# against FP64 and torch._scaled_mm, CUDA graph replay), with pytest when this host has it (then
-# gemm's argument checks run too), else through the plain runner. PyTorch brings its own CUDA
+# against FP64 and torch._scaled_mm, CUDA graph replay; compile_cases.py: the operator under
+# opcheck and torch.compile with inductor, with and without CUDA graphs), with pytest when this
+# host has it (then gemm's argument checks run too), else through the plain runner. PyTorch brings its own CUDA
 # libraries, so LD_LIBRARY_PATH is dropped as for the anchor; the library then needs only the
 # host's libjansson.so.4.
 python_tests() {
@@ -344,7 +346,7 @@ python_tests() {
         JITGEMM_BUILD_DIR="$BUILD" PYTHONUNBUFFERED=1 python3)
     if "${py[@]}" -c 'import pytest' 2>/dev/null; then
         "${py[@]}" -m pytest -v -rs -p no:cacheprovider "$ROOT/python/tests/test_gemm_gpu.py" \
-            "$ROOT/python/tests/test_gemm_args.py"
+            "$ROOT/python/tests/test_gemm_args.py" "$ROOT/python/tests/test_torch_compile_gpu.py"
     else
         echo "no pytest here: python/tests/run_gpu.py"
         "${py[@]}" "$ROOT/python/tests/run_gpu.py"
@@ -390,7 +392,8 @@ main() {
     if [ -n "$AB_FORMS" ]; then
         step ab "${GPU_CHECK_AB_S:-300}" tee_to "$OUT/ab.log" ab_forms
     fi
-    step python 120 tee_to "$OUT/python.log" python_tests
+    # Inductor compiles each of the torch.compile cases' graphs: minutes, not seconds.
+    step python "${GPU_CHECK_PYTHON_S:-300}" tee_to "$OUT/python.log" python_tests
     if [ -n "$SANITIZE_CANDIDATES" ]; then
         step sanitize 150 sanitize_candidates
     fi

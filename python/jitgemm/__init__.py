@@ -3,12 +3,20 @@
 A thin ctypes layer over the shared library libjitgemm.so (include/jitgemm.h); no compiler is
 needed to install it. `gemm` takes PyTorch tensors; `prewarm` and `inspect` need neither a GPU
 nor PyTorch. Where the library is looked for: docs/python.md (or jitgemm._lib's docstring).
+
+When PyTorch is installed, importing this package imports it and registers `gemm` as the
+operators torch.ops.jitgemm.gemm and gemm_out (_torch_ops.py), which torch.compile traces.
 """
 
 from ._compile import cache_dir_of, inspect, prewarm
 from ._errors import JitError, status_name, status_names, status_string
 from ._gemm import context, gemm
 from ._lib import LibraryNotFound
+from . import _torch_ops
+
+# After every module that declares an operator: torch.compile must find them registered
+# before it traces the first call.
+_torch_ops.setup()
 
 __version__ = "0.1.0"
 

@@ -1,14 +1,16 @@
 """jitgemm.gemm on PyTorch tensors: checks in Python, then one jit_gemm on the current stream.
 
-PyTorch is imported on the first call, never at `import jitgemm`. A call for a key seen before
-only validates and launches (no allocation, no synchronization: api/gemm.c), so after one
-warm-up call it can be captured in a CUDA graph.
+The call is split in two so that the PyTorch operator (_torch_ops.py) shares it: `check` reads
+only shapes, dtypes, strides and devices, so it runs on fake and meta tensors too and gives the
+output's shape to torch.compile; `launch` hands the checked call to the library. A call for a
+key seen before only validates and launches (no allocation, no synchronization: api/gemm.c), so
+after one warm-up call it can be captured in a CUDA graph.
 """
 
 import ctypes
 import threading
 
-from . import _errors, _lib, _problem
+from . import _errors, _lib, _problem, _torch_ops
 
 _EPILOGUES = {
     "linear": _lib.EPILOGUE_LINEAR,
@@ -21,11 +23,10 @@ _contexts_lock = threading.Lock()
 
 
 def _torch():
-    try:
-        import torch
-    except ImportError as e:
+    torch = _torch_ops.torch
+    if torch is None:
         raise ImportError("jitgemm.gemm needs PyTorch (import torch failed: %s); prewarm and "
-                          "inspect work without it" % e) from None
+                          "inspect work without it" % _torch_ops.import_error)
     return torch
 
 
@@ -94,18 +95,18 @@ def context(device=None):
     return ctx
 
 
-def gemm(a, b, scale_a, scale_b, out=None, epilogue="linear", residual=None):
-    """D = epilogue((a @ b.T) * scale_a[:, None] * scale_b[None, :]) in one jitgemm kernel.
+class Checked:
+    """What `check` found: the output's shape, dtype and device, and the call's sizes."""
 
-    a [M, K] and b [N, K]: torch.float8_e4m3fn on one CUDA device, rows
-        contiguous (a row stride is allowed; in bytes it must be a multiple of 16)
-    scale_a [M], scale_b [N]: float32 (shapes (M, 1) and (1, N) are accepted too)
-    out [M, Nout]: bfloat16; allocated when None. Nout = N, or N / 2 for linear_swiglu
-    epilogue: "linear", "linear_add" (adds residual [M, N] bfloat16) or "linear_swiglu"
-        (b rows are gate/up pairs: out[m, j] = silu(acc[m, 2j]) * acc[m, 2j+1])
-    Runs on torch.cuda.current_stream() and returns out.
-    """
-    torch = _torch()
+    __slots__ = ("shape", "dtype", "device", "m", "n", "k", "lda", "ldb", "ldr", "ldd")
+
+
+def check(torch, inputs, out):
+    """Check gemm's arguments without touching their data: types, dtypes, shapes and strides,
+    then that every tensor is on one device (which need not be CUDA: fake and meta tensors
+    pass, and `launch` refuses the rest). `inputs` is (a, b, scale_a, scale_b, epilogue,
+    residual); `out` may be None."""
+    a, b, scale_a, scale_b, epilogue, residual = inputs
     for x, name in ((a, "a"), (b, "b"), (scale_a, "scale_a"), (scale_b, "scale_b")):
         _tensor(torch, x, name)
     if not isinstance(epilogue, str) or epilogue not in _EPILOGUES:
@@ -116,65 +117,95 @@ def gemm(a, b, scale_a, scale_b, out=None, epilogue="linear", residual=None):
     if a.dim() != 2 or b.dim() != 2:
         raise ValueError("a and b must be 2-D ([M, K] and [N, K]), got shapes %s and %s"
                          % (tuple(a.shape), tuple(b.shape)))
-    m, k = a.shape
-    n = b.shape[0]
-    if b.shape[1] != k:
+    c = Checked()
+    c.m, c.k = a.shape
+    c.n = n = b.shape[0]
+    if b.shape[1] != c.k:
         raise ValueError("a is [M, K] = %s and b is [N, K] = %s: their K differ"
                          % (tuple(a.shape), tuple(b.shape)))
-    if k == 0 or n == 0:
+    if c.k == 0 or n == 0:
         raise ValueError("K and N must be positive, got a %s and b %s" % (tuple(a.shape), tuple(b.shape)))
     if epilogue == "linear_swiglu" and n % 2:
         raise ValueError("linear_swiglu needs an even N (b rows are gate/up pairs), got N = %d" % n)
     nout = n // 2 if epilogue == "linear_swiglu" else n
-    lda = _rows(a, "a", "[M, K]", m, k)
-    ldb = _rows(b, "b", "[N, K]", n, k)
-    _scales(torch, scale_a, "scale_a", m, "row of a (token)")
+    c.lda = _rows(a, "a", "[M, K]", c.m, c.k)
+    c.ldb = _rows(b, "b", "[N, K]", n, c.k)
+    _scales(torch, scale_a, "scale_a", c.m, "row of a (token)")
     _scales(torch, scale_b, "scale_b", n, "row of b (output channel)")
+    c.ldr = 0
     if epilogue == "linear_add":
         if residual is None:
             raise ValueError("linear_add needs residual, a bfloat16 [M, N] tensor")
         _tensor(torch, residual, "residual")
         _dtype(residual, "residual", (torch.bfloat16,))
-        ldr = _rows(residual, "residual", "[M, N]", m, n)
+        c.ldr = _rows(residual, "residual", "[M, N]", c.m, n)
     elif residual is not None:
         raise ValueError("residual is only read by linear_add, not %s" % epilogue)
-    else:
-        ldr = 0
+    c.ldd = nout  # an allocated out is packed
     if out is not None:
         _tensor(torch, out, "out")
         _dtype(out, "out", (torch.bfloat16,))
-        ldd = _rows(out, "out", "[M, Nout]", m, nout)
+        c.ldd = _rows(out, "out", "[M, Nout]", c.m, nout)
     # Devices last, so that a wrong dtype or shape is named even on CPU tensors.
-    device = a.device
-    if device.type != "cuda":
-        raise ValueError("a must be on a CUDA device, got %s" % device)
+    c.device = a.device
     for x, name in ((b, "b"), (scale_a, "scale_a"), (scale_b, "scale_b"), (out, "out"),
                     (residual, "residual")):
-        if x is not None and x.device != device:
+        if x is not None and x.device != c.device:
             raise ValueError("%s is on %s, a on %s: every tensor must be on one device"
-                             % (name, x.device, device))
-    if out is None:
-        out = torch.empty((m, nout), dtype=torch.bfloat16, device=device)
-        ldd = nout
-    if m == 0:
-        return out
+                             % (name, x.device, c.device))
+    c.shape, c.dtype = (c.m, nout), torch.bfloat16
+    return c
 
-    ctx = context(device)
+
+def launch(torch, c, inputs, out):
+    """One jit_gemm into `out` on the current stream of the tensors' CUDA device, for
+    arguments `check` accepted. M = 0 launches nothing."""
+    a, b, scale_a, scale_b, epilogue, residual = inputs
+    if c.device.type != "cuda":
+        raise ValueError("a must be on a CUDA device, got %s" % c.device)
+    if c.m == 0:
+        return
+    ctx = context(c.device)
     lib = ctx.lib
     p = _lib.problem_init(lib)
-    p.m, p.n, p.k = m, n, k
-    p.a_dtype, p.b_dtype = fp8[a.dtype], fp8[b.dtype]
+    p.m, p.n, p.k = c.m, c.n, c.k
+    p.a_dtype = p.b_dtype = _lib.DTYPE_E4M3
     p.out_dtype = _lib.DTYPE_BF16
     p.scale_mode = _lib.SCALE_ROW
     p.epilogue = _EPILOGUES[epilogue]
-    p.lda, p.ldb, p.ldd, p.ld_residual = lda, ldb, ldd, ldr
+    p.lda, p.ldb, p.ldd, p.ld_residual = c.lda, c.ldb, c.ldd, c.ldr
     o = _lib.operands_init(lib)
     o.a, o.b = a.data_ptr(), b.data_ptr()
     o.scale_a, o.scale_b = scale_a.data_ptr(), scale_b.data_ptr()
     o.residual = residual.data_ptr() if residual is not None else None
     o.d = out.data_ptr()
-    with torch.cuda.device(device):
-        stream = torch.cuda.current_stream(device).cuda_stream
+    with torch.cuda.device(c.device):
+        stream = torch.cuda.current_stream(c.device).cuda_stream
         st = lib.jit_gemm(ctx.handle, ctypes.byref(p), ctypes.byref(o), ctypes.c_void_p(stream))
     _errors.check(st, ctx.handle)
-    return out
+
+
+_torch_ops.declare(
+    "gemm",
+    "Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, str epilogue=\"linear\", "
+    "Tensor? residual=None",
+    check, launch)
+
+
+def gemm(a, b, scale_a, scale_b, out=None, epilogue="linear", residual=None):
+    """D = epilogue((a @ b.T) * scale_a[:, None] * scale_b[None, :]) in one jitgemm kernel.
+
+    a [M, K] and b [N, K]: torch.float8_e4m3fn on one CUDA device, rows
+        contiguous (a row stride is allowed; in bytes it must be a multiple of 16)
+    scale_a [M], scale_b [N]: float32 (shapes (M, 1) and (1, N) are accepted too)
+    out [M, Nout]: bfloat16; allocated when None. Nout = N, or N / 2 for linear_swiglu
+    epilogue: "linear", "linear_add" (adds residual [M, N] bfloat16) or "linear_swiglu"
+        (b rows are gate/up pairs: out[m, j] = silu(acc[m, 2j]) * acc[m, 2j+1])
+    Runs on torch.cuda.current_stream() and returns out.
+
+    Under torch.compile, on fake or meta tensors and under a dispatch mode it is the operator
+    torch.ops.jitgemm.gemm (gemm_out when `out` is given); otherwise it calls the library
+    directly, without PyTorch's dispatcher.
+    """
+    torch = _torch()
+    return _torch_ops.call(torch, "gemm", (a, b, scale_a, scale_b, epilogue, residual), out)

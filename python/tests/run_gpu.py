@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Run the GPU checks of jitgemm.gemm (gpu_cases.py) without pytest:
+"""Run the GPU checks of jitgemm.gemm (gpu_cases.py, and compile_cases.py for the PyTorch
+operator under torch.compile) without pytest:
 
     python3 python/tests/run_gpu.py
 
@@ -16,6 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))  # the package in python/, unless one is installed
 
+import compile_cases  # noqa: E402
 import gpu_cases  # noqa: E402
 
 
@@ -30,6 +32,11 @@ def main():
                                                  jitgemm.library_path()))
     failed = 0
     cases = gpu_cases.all_cases()
+    why_not = compile_cases.available()
+    if why_not:
+        print("run_gpu: the torch.compile cases are skipped: %s" % why_not)
+    else:
+        cases += compile_cases.all_cases()
     for name, fn, args in cases:
         t0 = time.monotonic()
         try:

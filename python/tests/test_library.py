@@ -109,6 +109,35 @@ except ImportError as e:
     assert lines[1].startswith("gemm: jitgemm.gemm needs PyTorch")
 
 
+def test_a_broken_torch_does_not_break_import(build_dir):
+    """`import jitgemm` imports PyTorch when it is there; one whose import fails with another
+    error than ImportError (a missing CUDA library raises OSError) must not take the package
+    down: gemm then says why, and the compile-only functions work."""
+    code = """
+import sys
+class Broken:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch":
+            raise OSError("libcudart.so.13: cannot open shared object file")
+sys.meta_path.insert(0, Broken())
+import jitgemm
+from jitgemm import _torch_ops
+print(_torch_ops.unavailable)
+print(jitgemm.inspect("linear", 256, 256, 1, what="key", arch="sm_90a")["hash"])
+try:
+    jitgemm.gemm(None, None, None, None)
+except ImportError as e:
+    print("gemm:", e)
+"""
+    rc, out, err = run_python(code, {"PYTHONPATH": str(PYTHON_DIR)})
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[0] == ("PyTorch is not available (OSError: libcudart.so.13: cannot open "
+                        "shared object file)")
+    assert re.fullmatch(r"[0-9a-f]{32}", lines[1])
+    assert lines[2].startswith("gemm: jitgemm.gemm needs PyTorch (import torch failed: OSError")
+
+
 def test_pip_installed_copy_finds_the_library(tmp_path, build_dir):
     """`pip install ./python` (here into a folder) gives a package that runs from anywhere and
     finds the library through $JITGEMM_LIBRARY, or through the loader's path."""
