@@ -323,7 +323,7 @@ Test(families, every_family_has_a_reference_and_a_tolerance) {
     for (int i = 0; i < N; i++)
         sb[i] = (float)jt_rng_uniform(&rng, 0.5, 2.0);
     jit__gemm_spec_t s = row_spec(N, K);
-    jit__ref_inputs_t in = {M, a, LDA, b, LDB, sa, sb, NULL, 0, 1.5f};
+    jit__ref_inputs_t in = {M, a, LDA, b, LDB, sa, sb, NULL, 0, 1.5f, 0, 0};
     const char *fams[] = {"fp8_wgmma", "fp8_mma_sync"};
     for (size_t f = 0; f < 2; f++) {
         double want[M * N], want_mag[M * N], got[M * N], got_mag[M * N];
