@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "family.h"
 #include "families.h"
+#include "family.h"
 #include "formats.h"
 #include "plan.h"
 #include "reference.h"
@@ -82,7 +82,8 @@ Test(block128_ref, linear_by_hand_both_layouts) {
     double out[HM * HN], mag[HM * HN];
     for (int layout = 0; layout < 2; layout++) {
         if (layout == 0)
-            jit__ref_fp8_block128(&s, HM, a, HLD, b, HLD, sfa, HKB, 1, sfb, NULL, 0, 0.5f, out, mag);
+            jit__ref_fp8_block128(&s, HM, a, HLD, b, HLD, sfa, HKB, 1, sfb, NULL, 0, 0.5f, out,
+                                  mag);
         else
             jit__ref_fp8_block128(&s, HM, a, HLD, b, HLD, sfa_m, 1, 3, sfb, NULL, 0, 0.5f, out,
                                   mag);
@@ -109,9 +110,9 @@ Test(block128_ref, linear_add_by_hand) {
     static uint16_t res[HM * 131];
     for (int i = 0; i < HM * 131; i++)
         res[i] = (i % 131) == 130 ? 0x7FC0 : 0x0000;
-    res[0] = 0x3F80;       /* 1 */
-    res[129] = 0xC000;     /* -2 */
-    res[131] = 0x3F00;     /* 0.5 */
+    res[0] = 0x3F80;         /* 1 */
+    res[129] = 0xC000;       /* -2 */
+    res[131] = 0x3F00;       /* 0.5 */
     res[131 + 129] = 0x3E80; /* 0.25 */
     jit__gemm_spec_t s = spec_of(HN, HK, JIT_EPILOGUE_LINEAR_ADD);
     double out[HM * HN], mag[HM * HN];
@@ -214,8 +215,8 @@ static void check_random(jit_epilogue_t ep, int m_major, uint64_t seed) {
     const int64_t sm = m_major ? 1 : 6, sk = m_major ? 7 : 1;
     for (int r = 0; r < M; r++)
         for (int g = 0; g < KB; g++)
-            sfa[r * sm + g * sk] = ldexpf((float)jt_rng_uniform(&rng, 1.0, 2.0),
-                                          (int)(jt_rng_next(&rng) % 41) - 20);
+            sfa[r * sm + g * sk] =
+                ldexpf((float)jt_rng_uniform(&rng, 1.0, 2.0), (int)(jt_rng_next(&rng) % 41) - 20);
     for (int i = 0; i < NB * KB; i++)
         sfb[i] = ldexpf((float)jt_rng_uniform(&rng, -2.0, 2.0), (int)(jt_rng_next(&rng) % 41) - 20);
     for (int i = 0; i < M * LDR; i++)
@@ -228,9 +229,18 @@ static void check_random(jit_epilogue_t ep, int m_major, uint64_t seed) {
     jit__ref_fp8_block128(&s, M, a, LDA, b, LDB, sfa, sm, sk, sfb, res, LDR, alpha, out, mag);
 
     /* The same through the family-table form, which takes the strides from jit__ref_inputs_t. */
-    jit__ref_inputs_t in = {.m = M, .a = a, .lda_bytes = LDA, .b = b, .ldb_bytes = LDB,
-                            .scale_a = sfa, .scale_b = sfb, .residual = res, .ldr = LDR,
-                            .alpha = alpha, .sfa_stride_m = sm, .sfa_stride_k = sk};
+    jit__ref_inputs_t in = {.m = M,
+                            .a = a,
+                            .lda_bytes = LDA,
+                            .b = b,
+                            .ldb_bytes = LDB,
+                            .scale_a = sfa,
+                            .scale_b = sfb,
+                            .residual = res,
+                            .ldr = LDR,
+                            .alpha = alpha,
+                            .sfa_stride_m = sm,
+                            .sfa_stride_k = sk};
     double *out2 = malloc(sizeof(double) * (size_t)(M * nout));
     cr_assert(out2);
     jit__ref_fp8_block128_of(&s, &in, out2, NULL);

@@ -2,7 +2,8 @@
  * Host FP64 reference of the FP8 GEMM with 128x128 block scales (scale mode "128x128", the
  * DeepSeek-V3 format) and its three epilogues, from the same bytes and floats the GPU reads:
  *
- *   acc[m, n] = alpha * sum_kb SFA[m, kb] * SFB[n / 128, kb] * sum_{k in group kb, k < K} a[m, k] * b[n, k]
+ *   acc[m, n] = alpha * sum_kb SFA[m, kb] * SFB[n / 128, kb] * sum_{k in group kb, k < K} a[m, k] *
+ * b[n, k]
  *
  * with groups of 128 along K (the last one partial when K is not a multiple of 128, scaled by
  * its own scale), SFA's element (m, kb) at sfa[m * sfa_stride_m + kb * sfa_stride_k] (k-major:
@@ -32,8 +33,8 @@
 
 /* The scaled dot product of A row `r` and B row `n` (alpha not applied), and its magnitude. */
 static void group_dot(const double *tab, int64_t k, const uint8_t *arow, const uint8_t *brow,
-                      const float *sfa_row, int64_t sfa_stride_k, const float *sfb_row,
-                      double *sum, double *abs_sum) {
+                      const float *sfa_row, int64_t sfa_stride_k, const float *sfb_row, double *sum,
+                      double *abs_sum) {
     double acc = 0.0, acc_abs = 0.0;
     for (int64_t g = 0; g * GROUP < k; g++) {
         const int64_t k0 = g * GROUP, k1 = k0 + GROUP < k ? k0 + GROUP : k;
