@@ -154,7 +154,8 @@ jit_status_t jit__gen_fp8_block_wgmma(const jit__plan_t *plan, const jit__key_t 
     jit__sb_printf(&sb,
                    "\nextern \"C\" __global__ void __launch_bounds__(Kernel::THREADS, 1)\n"
                    "%s(const __grid_constant__ BswParams p) {\n"
-                   "    Kernel::run(p);\n"
+                   "    extern __shared__ __align__(1024) unsigned char smem[];\n"
+                   "    Kernel::run(p, smem);\n"
                    "}\n",
                    plan->family->kernel_name);
     if (jit__sb_failed(&sb)) {

@@ -201,7 +201,9 @@ jit_status_t jit__bsw_plan(jit__plan_t *p, jit__diag_t *d) {
         const int stages = max_stages(&p->spec, bm, bn);
         if ((p->spec.epilogue == JIT_EPILOGUE_LINEAR_SWIGLU && bn % 64 != 0) || stages < 3)
             continue;
-        for (int cluster = 1; cluster <= 2 && p->n_candidates < JIT_PLAN_MAX_CANDIDATES;
+        /* A cluster of two needs two SMs. */
+        for (int cluster = 1; cluster <= 2 && cluster <= p->sm_count &&
+                              p->n_candidates < JIT_PLAN_MAX_CANDIDATES;
              cluster++) {
             for (int j = 0; j < n_ms; j++)
                 t[p->n_candidates][j] = modelled_us(p, bm, bn, cluster, ms[j]);

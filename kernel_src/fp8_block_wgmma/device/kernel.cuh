@@ -86,8 +86,9 @@ template <class P> struct BswTileKernel {
         }
     }
 
-    static __device__ __forceinline__ void run(const BswParams &p) {
-        extern __shared__ __align__(1024) u8 jit_smem[];
+    /* `jit_smem`: the dynamic shared memory, declared by the entry point (so that a host model
+     * of the GPU can hand its own in: tests/fmodel). */
+    static __device__ __forceinline__ void run(const BswParams &p, u8 *jit_smem) {
         /* Align the ring to 1024 bytes in the shared window: the 128B swizzle is a function of
          * the absolute address, so a misaligned base silently scrambles every tile. */
         const u32 raw = smem_addr(jit_smem);
