@@ -51,6 +51,7 @@ if [ ${#cases[@]} -eq 0 ]; then
     "m=130,n=260,k=272,epi=add,layout=m,force=block_tma:128x160,sms=2"
     "m=7,n=384,k=528,epi=swiglu,layout=k,force=block_tma:128x128,sms=2"
     "m=300,n=200,k=400,epi=linear,layout=m,force=block_tma_mc2:128x64,sms=4"
+    "m=5,n=300,k=400,epi=linear,layout=k,force=block_decode_s3:16x128,sms=4,launches=2"
   )
   if [ $quick = 0 ]; then
     cases+=(
@@ -61,6 +62,10 @@ if [ ${#cases[@]} -eq 0 ]; then
       "m=300,n=520,k=272,epi=add,layout=m,force=block_tma_mc2:128x160,sms=4"
       "m=64,n=256,k=1024,epi=swiglu,layout=k,force=block_tma_mc2:128x128,sms=2"
       "m=257,n=130,k=16,epi=linear,layout=k,force=block_tma:128x64,sms=3"
+      "m=40,n=260,k=1040,epi=add,layout=m,force=block_decode_s1:64x128,sms=3"
+      "m=13,n=512,k=272,epi=swiglu,layout=m,force=block_decode_s2:16x256,sms=3,launches=2"
+      "m=64,n=200,k=1040,epi=linear,layout=k,force=block_decode_s6:64x128,sms=5,launches=2"
+      "m=1,n=1000,k=1552,epi=add,layout=m,sms=4"
     )
     seeds=2
   fi
@@ -96,8 +101,9 @@ for c in "${cases[@]}"; do
 done
 # Negative controls (with --quick or --controls): kernels with one known defect each, made by
 # editing a copy of kernel_src/fp8_block_wgmma/device; the model must reject every one, which
-# shows that a passing case means something: a scale from the wrong block, row or N block gives
-# wrong numbers, and a missing release or a wrong barrier parity a deadlock.
+# shows that a passing case means something: a scale from the wrong block, row, N block or token
+# gives wrong numbers, a missing release or a wrong barrier parity a deadlock, and a split-K
+# counter left set a wrong second launch.
 control() { # NAME FILE SED-EXPRESSION CASE
   local name=$1 file=$2 expr=$3 c=$4 dir="$work/control-$1"
   rm -rf "$dir"; mkdir -p "$dir/fp8_block_wgmma"
@@ -118,7 +124,7 @@ control() { # NAME FILE SED-EXPRESSION CASE
     echo "FAIL control $name: the model accepted a broken kernel"; fail=$((fail + 1))
   else
     printf 'ok   control %-20s rejected: %s\n' "$name" \
-      "$(echo "$out" | grep -m1 -E 'HAZARD|DEADLOCK|ERROR|FAIL|D\[' | cut -c1-100)"
+      "$(echo "$out" | grep -m1 -E 'HAZARD|DEADLOCK|ERROR|FAIL|D\[|counter' | cut -c1-100)"
   fi
 }
 if [ $quick = 1 ] || [ $controls = 1 ]; then
@@ -128,6 +134,9 @@ if [ $quick = 1 ] || [ $controls = 1 ]; then
   control row-off-by-one mainloop.cuh 's/a + 8 \* p.sfa_stride_m/a + 7 * p.sfa_stride_m/' "$cc"
   control no-release mainloop.cuh 's/            release(empty_bar, stage, lane);/            (void)0;/' "$cc"
   control drained-parity epilogue.cuh 's/mbar_wait(hand.drained, parity ^ 1);/mbar_wait(hand.drained, parity);/' "$cc"
+  dc="m=5,n=300,k=400,epi=linear,layout=m,force=block_decode_s3:16x128,sms=4,launches=2"
+  control decode-token-scale decode_mainloop.cuh 's/s.tok0 = (i64)w.mt \* T::TOK + 2 \* t;/s.tok0 = (i64)w.mt * T::TOK + t;/' "$dc"
+  control decode-counter-kept decode_epilogue.cuh 's/\*(volatile u32 \*)(p.counters + w.tile) = 0u;/(void)0;/' "$dc"
   control alpha-dropped epilogue.cuh 's/const float v0 = acc\[4 \* j + 2 \* h\] \* alpha;/const float v0 = acc[4 * j + 2 * h];/' "$cc"
 fi
 

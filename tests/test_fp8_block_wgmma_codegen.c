@@ -91,14 +91,17 @@ Test(fp8_block_wgmma, takes_f32_128x128_e4m3_on_sm_90a_only) {
     cr_expect_eq(q.family, &jit__family_fp8_wgmma);
 }
 
-/* Every tile is weighed as one CTA and as a cluster of two, the choice is the candidate with
- * the least mean slowdown over the band's sample M, and the plan is that candidate. */
+/* Every tile is weighed as one CTA and as a cluster of two (and in the decode bands every
+ * decode configuration: 12 in band 0, BW 128 and 256 with six splits, 6 in band 1, BW 128), the
+ * choice is the candidate with the least mean slowdown over the band's sample M, and the plan
+ * is that candidate. */
 Test(fp8_block_wgmma, the_model_picks_its_least_mean_slowdown) {
     for (int band = 0; band < JIT_TOKEN_BANDS; band++) {
         jit__plan_t p;
         make_plan(band, 7168, 16384, JIT_EPILOGUE_LINEAR, &p);
         const jit__bsw_plan_t *bp = jit__bsw_cof(&p);
-        cr_assert_eq(p.n_candidates, 10, "band %d: %d candidates", band, p.n_candidates);
+        const int want = 10 + (band == 0 ? 12 : band == 1 ? 6 : 0);
+        cr_assert_eq(p.n_candidates, want, "band %d: %d candidates", band, p.n_candidates);
         cr_assert(p.chosen >= 0 && p.chosen < p.n_candidates);
         const jit__plan_candidate_t *w = &p.candidates[p.chosen];
         double factor = 0;
@@ -112,10 +115,16 @@ Test(fp8_block_wgmma, the_model_picks_its_least_mean_slowdown) {
         cr_expect_eq(w->tile_n, bp->bn);
         cr_expect_eq(p.tile_n, bp->bn);
         cr_expect_eq(bp->cluster, strcmp(w->route, "block_tma_mc2") == 0 ? 2 : 1);
-        cr_expect_eq(p.smem_bytes, jit__bsw_smem_bytes(bp->bm, bp->bn, bp->stages,
-                                                       JIT_EPILOGUE_LINEAR, bp->store_warps));
+        if (bp->route == JIT_BSW_DECODE) {
+            cr_expect(strncmp(w->route, "block_decode_s", 14) == 0, "%s", w->route);
+            cr_expect_eq(p.smem_bytes, jit__bsw_decode_smem_bytes(bp->bn, bp->bm, bp->stages,
+                                                                  bp->ksub, bp->split));
+        } else {
+            cr_expect_eq(p.smem_bytes, jit__bsw_smem_bytes(bp->bm, bp->bn, bp->stages,
+                                                           JIT_EPILOGUE_LINEAR, bp->store_warps));
+            cr_expect_eq(bp->store_warps, 1);
+        }
         cr_expect_leq(p.smem_bytes, JIT_BSW_SMEM_LIMIT);
-        cr_expect_eq(bp->store_warps, 1);
     }
     /* SwiGLU keeps gate/up pairs in one thread only for BN a multiple of 64; linear_add's
      * consumers store (the residual is added before the one rounding). */
@@ -124,6 +133,9 @@ Test(fp8_block_wgmma, the_model_picks_its_least_mean_slowdown) {
     cr_expect_eq(p.n_candidates, 6);
     for (int i = 0; i < p.n_candidates; i++)
         cr_expect_eq(p.candidates[i].tile_n % 64, 0);
+    /* M = 1 is served: by the decode route, the model's choice at the decode shapes. */
+    make_plan(0, 7168, 16384, JIT_EPILOGUE_LINEAR, &p);
+    cr_expect_eq(jit__bsw_cof(&p)->route, JIT_BSW_DECODE);
     make_plan(5, 5120, 5120, JIT_EPILOGUE_LINEAR_ADD, &p);
     cr_expect_eq(jit__bsw_cof(&p)->store_warps, 0);
 }
@@ -194,6 +206,16 @@ Test(fp8_block_wgmma, generated_text_instantiates_the_kernel_template) {
                           "__grid_constant__ BswParams p)"));
     cr_expect_null(strstr(src, "asm"), "no inline PTX in the generated text");
     free(src);
+    /* The decode route: its own kernel, and its split and blocks per stage in the key. */
+    setenv("JITGEMM_FORCE_CANDIDATE", "block_decode_s6:16x128", 1);
+    make_plan(0, 7168, 16384, JIT_EPILOGUE_LINEAR_SWIGLU, &p);
+    unsetenv("JITGEMM_FORCE_CANDIDATE");
+    src = sm90_source(&p, &k);
+    cr_expect(strstr(k.text, " route=decode ") && strstr(k.text, " ksub=2 split=6"), "%s", k.text);
+    cr_expect(strstr(src, "#include \"fp8_block_wgmma/device/decode_kernel.cuh\"\n"));
+    cr_expect(strstr(src, "BW = 128, TOK = 16,") && strstr(src, "SPLIT = 6, KSUB = 2,"));
+    cr_expect(strstr(src, "typedef BswDecodeKernel<Plan> Kernel;"));
+    free(src);
 }
 
 static const jit__toolchain_t *auto_toolchain(void) {
@@ -248,22 +270,41 @@ Test(fp8_block_wgmma, every_band_and_epilogue_compiles_for_sm_90a, .timeout = 90
         }
 }
 
-/* Every candidate tile (each BN, one CTA and clusters of two), forced: the ones the model does
- * not pick today must still build, since JITGEMM_FORCE_CANDIDATE and the sweep reach them. */
-Test(fp8_block_wgmma, every_candidate_tile_compiles_for_sm_90a, .timeout = 900) {
+/* Every candidate of a band, forced: the ones the model does not pick today must still build,
+ * since JITGEMM_FORCE_CANDIDATE and the sweep reach them. */
+static void compile_every_candidate(int band, int64_t n, int64_t k, int stride) {
     const jit__toolchain_t *tc = auto_toolchain();
     jit__plan_t all;
-    make_plan(5, 7168, 2048, JIT_EPILOGUE_LINEAR, &all);
-    for (int i = 0; i < all.n_candidates; i++) {
+    make_plan(band, n, k, JIT_EPILOGUE_LINEAR, &all);
+    for (int i = 0; i < all.n_candidates; i += stride) {
         char force[48];
         snprintf(force, sizeof(force), "%s:%dx%d", all.candidates[i].route,
                  all.candidates[i].tile_m, all.candidates[i].tile_n);
+        /* SwiGLU takes tiles of whole 64-column multiples only. */
+        jit_epilogue_t ep = k_epilogues[i % 3];
+        if (ep == JIT_EPILOGUE_LINEAR_SWIGLU && strncmp(force, "block_tma", 9) == 0 &&
+            all.candidates[i].tile_n % 64)
+            ep = JIT_EPILOGUE_LINEAR_ADD;
         setenv("JITGEMM_FORCE_CANDIDATE", force, 1);
         jit__plan_t p;
-        make_plan(5, 7168, 2048, i % 2 ? JIT_EPILOGUE_LINEAR_ADD : JIT_EPILOGUE_LINEAR, &p);
+        make_plan(band, n, k, ep, &p);
         unsetenv("JITGEMM_FORCE_CANDIDATE");
-        compile_and_check(tc, &p, force);
+        char what[96];
+        snprintf(what, sizeof(what), "%s %s", force, jit_epilogue_name(ep));
+        compile_and_check(tc, &p, what);
     }
+}
+
+/* Each tile width, one CTA and clusters of two (swiglu skips the widths it cannot take). */
+Test(fp8_block_wgmma, every_candidate_tile_compiles_for_sm_90a, .timeout = 900) {
+    compile_every_candidate(5, 7168, 2048, 1);
+}
+
+/* The decode configurations of both decode bands (every other one: the splits differ only in
+ * a constant), every epilogue. */
+Test(fp8_block_wgmma, decode_candidates_compile_for_sm_90a, .timeout = 900) {
+    compile_every_candidate(0, 7168, 16384, 2);
+    compile_every_candidate(1, 7168, 16384, 2);
 }
 
 /* ---- the launch, against a recording driver ------------------------------------------------ */
@@ -389,6 +430,113 @@ static void check_launch(const char *force, int bn, int cluster, int64_t m) {
     int64_t clusters = cluster > 1 ? 60 : 132;
     cr_expect_eq(g_cfg.gridDimX, (unsigned)(units < clusters ? units : clusters) * cluster);
     p.family->release(&drv, state);
+}
+
+/* The decode route: A's box is the token tile, B's the weight tile, one CTA per unit, and with
+ * split K the workspace and counters the launch state allocated (the counters zeroed) in the
+ * parameter block; launches that share them are ordered by an event. */
+static CUdeviceptr g_next_alloc = 0x10000;
+static int g_memsets, g_waits, g_records;
+static CUresult fake_alloc(CUdeviceptr *p, size_t bytes) {
+    *p = g_next_alloc;
+    g_next_alloc += (bytes + 255) / 256 * 256;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_free(CUdeviceptr p) {
+    (void)p;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_memset(CUdeviceptr p, unsigned char v, size_t n) {
+    (void)p, (void)n;
+    cr_expect_eq(v, 0);
+    g_memsets++;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_event(CUevent *e, unsigned f) {
+    (void)f;
+    *e = (CUevent)(uintptr_t)8;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_event_destroy(CUevent e) {
+    (void)e;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_wait(CUstream s, CUevent e, unsigned f) {
+    (void)s, (void)e, (void)f;
+    g_waits++;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_record(CUevent e, CUstream s) {
+    (void)e, (void)s;
+    g_records++;
+    return CUDA_SUCCESS;
+}
+
+static void check_decode_launch(const char *force, int tok, int bw, int split, int64_t m) {
+    setenv("JITGEMM_FORCE_CANDIDATE", force, 1);
+    jit__plan_t p;
+    make_plan(jit__token_band(m), 7168, 2048, JIT_EPILOGUE_LINEAR, &p);
+    unsetenv("JITGEMM_FORCE_CANDIDATE");
+    const jit__bsw_plan_t *bp = jit__bsw_cof(&p);
+    cr_assert_eq(bp->route, JIT_BSW_DECODE);
+    cr_assert(bp->bm == tok && bp->bn == bw && bp->split == split);
+    jit__driver_t drv;
+    memset(&drv, 0, sizeof(drv));
+    drv.cuTensorMapEncodeTiled = fake_encode;
+    drv.cuLaunchKernelEx = fake_launch;
+    drv.cuMemAlloc = fake_alloc;
+    drv.cuMemFree = fake_free;
+    drv.cuMemsetD8 = fake_memset;
+    drv.cuEventCreate = fake_event;
+    drv.cuEventDestroy = fake_event_destroy;
+    drv.cuStreamWaitEvent = fake_wait;
+    drv.cuEventRecord = fake_record;
+    g_memsets = g_waits = g_records = 0;
+    void *state = NULL;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    cr_assert_eq(p.family->prepare(&drv, NULL, &p, &state, &d), JIT_OK, "%s", d.msg);
+    cr_expect_eq(g_memsets, split > 1 ? 1 : 0, "the counters are zeroed once");
+    jit_problem_t prob;
+    jit_problem_init(&prob);
+    prob.m = m;
+    prob.n = 7168;
+    prob.k = 2048;
+    prob.scale_mode = JIT_SCALE_BLOCK_1X128_128X128;
+    jit_operands_t ops;
+    jit_operands_init(&ops);
+    static _Alignas(16) unsigned char fake[64];
+    ops.a = ops.b = ops.scale_a = ops.scale_b = ops.d = fake;
+    jit__launch_args_t args = {.problem = &prob,
+                               .operands = &ops,
+                               .lda = 2048,
+                               .ldb = 2048,
+                               .ldd = 7168,
+                               .ldr = 7168,
+                               .sfa_stride_m = 16,
+                               .sfa_stride_k = 1};
+    for (int launch = 0; launch < 2; launch++) {
+        g_n_maps = 0;
+        cr_assert_eq(p.family->launch(&drv, NULL, &p, state, &args, &d), JIT_OK, "%s", d.msg);
+        cr_assert_eq(g_n_maps, launch == 0 ? 2 : 0, "maps encoded once per operand");
+    }
+    cr_expect_eq(g_maps[0].box[1], (cuuint32_t)tok, "A's box: the token tile");
+    cr_expect_eq(g_maps[1].box[1], (cuuint32_t)bw, "B's box: the weight tile");
+    const int64_t units = (m + tok - 1) / tok * ((7168 + bw - 1) / bw) * split;
+    cr_expect_eq(g_cfg.gridDimX, (unsigned)units, "one CTA per unit");
+    cr_expect_eq(g_cluster_x, 1u);
+    cr_expect_eq(g_params.workspace != NULL, split > 1);
+    cr_expect_eq(g_params.counters != NULL, split > 1);
+    cr_expect_eq(g_params.sfa_stride_m, 16);
+    cr_expect_eq(g_records, split > 1 ? 2 : 0, "each launch records its event");
+    cr_expect_eq(g_waits, split > 1 ? 1 : 0, "the second launch waits for the first");
+    p.family->release(&drv, state);
+}
+
+Test(fp8_block_wgmma, decode_launch_matches_the_plan) {
+    check_decode_launch("block_decode_s6:16x128", 16, 128, 6, 3);
+    check_decode_launch("block_decode_s1:16x256", 16, 256, 1, 16);
+    check_decode_launch("block_decode_s3:64x128", 64, 128, 3, 40);
 }
 
 Test(fp8_block_wgmma, launch_maps_params_and_grid_match_the_plan) {

@@ -328,8 +328,8 @@ static void run_case(jit_context_t *ctx, const jit__driver_t *drv, const jit__fa
     free(mag);
 }
 
-/* Every M of one case, in a context with a fresh cache directory. */
-static void run_all(const bs_case_t *c) {
+/* The given M of one case, in a context with a fresh cache directory. */
+static void run_tokens(const bs_case_t *c, const int64_t *tokens, size_t n_tokens) {
     require_gpu();
     const jit__driver_t *drv = NULL;
     jit__diag_t dg;
@@ -364,12 +364,16 @@ static void run_all(const bs_case_t *c) {
     cr_log_info("%s %s n=%lld%s%s: seed 0x%016llx", jit_epilogue_name(c->ep),
                 jit_sfa_layout_name(c->layout), (long long)c->n, c->force ? ", forced " : "",
                 c->force ? c->force : "", (unsigned long long)seed);
-    for (size_t i = 0; i < N_TOKENS; i++)
-        run_case(ctx, drv, fam, c, k_tokens[i], seed + i);
+    for (size_t i = 0; i < n_tokens; i++)
+        run_case(ctx, drv, fam, c, tokens[i], seed + i);
     unsetenv("JITGEMM_FORCE_CANDIDATE");
     jit_context_destroy(ctx);
     jt_rmtree(dir);
     free(dir);
+}
+
+static void run_all(const bs_case_t *c) {
+    run_tokens(c, k_tokens, N_TOKENS);
 }
 
 /* The model's own choices, one per band: N = 1000 (8 N blocks, the last of 104 rows). */
@@ -408,6 +412,28 @@ Test(gpu_blockscaled, forced_tiles_straddling_n_blocks, .timeout = 900) {
     run_all(
         &(bs_case_t){JIT_EPILOGUE_LINEAR_ADD, 1000, JIT_SFA_M_MAJOR, 0, 20, "block_tma:128x192"});
     run_all(&(bs_case_t){JIT_EPILOGUE_LINEAR, 1000, JIT_SFA_K_MAJOR, 0, 20, "block_tma:128x64"});
+}
+
+/* The decode route forced for every M it takes (the M past its band run the tile route's plan
+ * for their own band): split K with the fixed-order reduction (the counters must be back at zero
+ * for the next M's launch of the same kernel), no split (shared-memory staging), two weight
+ * waves per warpgroup, every epilogue. */
+static const int64_t k_decode_tokens[] = {1, 7, 16};
+Test(gpu_blockscaled, forced_decode_routes, .timeout = 900) {
+    static const bs_case_t cases[] = {
+        {JIT_EPILOGUE_LINEAR, 1000, JIT_SFA_M_MAJOR, 0, 20, "block_decode_s6:16x128"},
+        {JIT_EPILOGUE_LINEAR_ADD, 1176, JIT_SFA_K_MAJOR, 0, 20, "block_decode_s1:16x256"},
+        {JIT_EPILOGUE_LINEAR_SWIGLU, 1048, JIT_SFA_M_MAJOR, -7, 3, "block_decode_s12:16x128"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        run_tokens(&cases[i], k_decode_tokens, 3);
+    static const bs_case_t wide[] = {
+        {JIT_EPILOGUE_LINEAR, 1000, JIT_SFA_K_MAJOR, 0, 20, "block_decode_s3:64x128"},
+        {JIT_EPILOGUE_LINEAR_ADD, 1001, JIT_SFA_M_MAJOR, 0, 20, "block_decode_s1:64x128"},
+    };
+    static const int64_t wide_tokens[] = {17, 40, 64};
+    for (size_t i = 0; i < sizeof(wide) / sizeof(wide[0]); i++)
+        run_tokens(&wide[i], wide_tokens, 3);
 }
 
 Test(gpu_blockscaled, forced_clusters_of_two, .timeout = 900) {

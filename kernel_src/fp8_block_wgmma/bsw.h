@@ -21,19 +21,22 @@
 #define JIT_BSW_SMEM_LIMIT 232448u
 
 typedef enum jit__bsw_route {
-    JIT_BSW_TILES = 0, /* BswTileKernel: tiles of 128 tokens x BN weight rows */
+    JIT_BSW_TILES = 0,  /* BswTileKernel: tiles of 128 tokens x BN weight rows */
+    JIT_BSW_DECODE = 1, /* BswDecodeKernel: swap AB, split K, for M <= 64 */
 } jit__bsw_route_t;
 
 /* The plan's payload: the numbers the generator writes into the kernel's plan struct. */
 typedef struct jit__bsw_plan {
     jit__bsw_route_t route;
-    int bm, bn;        /* tokens x B rows per tile */
+    int bm, bn;        /* tokens x B rows per tile (decode: TOK x BW) */
     int stages;        /* TMA ring depth */
     int cluster;       /* CTAs per cluster (1 or 2); with 2, B tiles are multicast */
     int group_m;       /* m-groups per raster group */
     int producer_regs; /* setmaxnreg budgets */
     int consumer_regs;
     int store_warps; /* the producer warpgroup's spare warps write D (not linear_add) */
+    int ksub;        /* decode: 128-K blocks per stage */
+    int split;       /* decode: k-splits per tile (1: no workspace) */
 } jit__bsw_plan_t;
 
 _Static_assert(sizeof(jit__bsw_plan_t) <= JIT_PLAN_PAYLOAD_BYTES, "block wgmma payload");
@@ -57,6 +60,28 @@ jit_status_t jit__bsw_replan(jit__plan_t *plan, int index, jit__diag_t *d);
 /* CTAs of a launch for M tokens: one per work unit (a cluster's m-tiles of one n-tile), at
  * most one per SM and, for clusters, at most `max_clusters` clusters (0: not known). */
 unsigned jit__bsw_grid(const jit__plan_t *plan, int64_t m, int max_clusters);
+
+/* ---- the decode route (decode.c) ---- */
+
+/* Dynamic shared memory of a decode configuration, as device/decode_tile.cuh lays it out. */
+uint32_t jit__bsw_decode_smem_bytes(int bw, int tok, int stages, int ksub, int split);
+
+/* Add the decode candidates of the plan's band (bands 0 and 1 only) with their modelled times at
+ * each sample M in t[candidate][sample]; returns how many were added. */
+int jit__bsw_decode_candidates(jit__plan_t *plan, const int64_t *ms, int n_ms,
+                               double t[][JIT_BSW_BAND_SAMPLES]);
+
+/* Make a decode candidate the plan's kernel (its route name carries the split); 0 if the
+ * candidate is not a decode one. Sets the payload and smem_bytes. */
+int jit__bsw_decode_apply(jit__plan_t *plan, const jit__plan_candidate_t *c);
+
+/* CTAs of a decode launch for M tokens: one per unit (token tile x weight tile x k-split). */
+unsigned jit__bsw_decode_grid(const jit__plan_t *plan, int64_t m);
+
+/* Decode with split K: the partials' workspace and the per-tile counters for up to M tokens
+ * (0 for the tile route and for SPLIT 1). */
+size_t jit__bsw_decode_workspace_bytes(const jit__plan_t *plan, int64_t m);
+size_t jit__bsw_decode_counter_bytes(const jit__plan_t *plan, int64_t m);
 
 /* The source of a plan of this family (generate.c). */
 jit_status_t jit__gen_fp8_block_wgmma(const jit__plan_t *plan, const jit__key_t *key, char **source,

@@ -37,23 +37,37 @@ static jit_status_t supports(const jit__gemm_spec_t *s, const jit__arch_profile_
     return JIT_OK;
 }
 
+static const char *route_name(const jit__bsw_plan_t *bp) {
+    return bp->route == JIT_BSW_DECODE ? "decode" : "tiles";
+}
+
 static void key_fields(const jit__plan_t *p, jit__sb_t *sb) {
     const jit__bsw_plan_t *bp = jit__bsw_cof(p);
     jit__sb_printf(
-        sb, " scale_type=%s route=tiles group_m=%d regs=%d/%d store_warps=%d",
+        sb, " scale_type=%s route=%s regs=%d/%d",
         jit_scale_type_name(jit__scale_type_resolved(p->spec.scales, p->spec.scale_type)),
-        bp->group_m, bp->producer_regs, bp->consumer_regs, bp->store_warps);
+        route_name(bp), bp->producer_regs, bp->consumer_regs);
+    if (bp->route == JIT_BSW_DECODE)
+        jit__sb_printf(sb, " ksub=%d split=%d", bp->ksub, bp->split);
+    else
+        jit__sb_printf(sb, " group_m=%d store_warps=%d", bp->group_m, bp->store_warps);
 }
 
 static int plan_to_json(const jit__plan_t *p, void *json_object) {
     const jit__bsw_plan_t *bp = jit__bsw_cof(p);
     json_t *o =
-        json_pack("{sssssisisisis{sisi}sbss}", "route", "tiles", "scale_type",
+        json_pack("{sssssisisis{sisi}ss}", "route", route_name(bp), "scale_type",
                   jit_scale_type_name(jit__scale_type_resolved(p->spec.scales, p->spec.scale_type)),
-                  "cluster", bp->cluster, "group_m", bp->group_m, "consumer_warpgroups", 2,
-                  "producer_warpgroups", 1, "setmaxnreg", "producer", bp->producer_regs, "consumer",
-                  bp->consumer_regs, "store_warps", bp->store_warps, "scale_loads",
-                  "registers, one 128-K block ahead");
+                  "cluster", bp->cluster, "consumer_warpgroups", 2, "producer_warpgroups", 1,
+                  "setmaxnreg", "producer", bp->producer_regs, "consumer", bp->consumer_regs,
+                  "scale_loads", "registers, one 128-K block ahead");
+    if (o && bp->route == JIT_BSW_DECODE) {
+        json_object_set_new(o, "ksub", json_integer(bp->ksub));
+        json_object_set_new(o, "split", json_integer(bp->split));
+    } else if (o) {
+        json_object_set_new(o, "group_m", json_integer(bp->group_m));
+        json_object_set_new(o, "store_warps", json_boolean(bp->store_warps));
+    }
     return json_object_set_new((json_t *)json_object, "block_wgmma", o);
 }
 

@@ -26,6 +26,21 @@ static jit_status_t check_plan(const jit__plan_t *plan, jit__diag_t *d) {
     if (s->k % 16 != 0 || s->n <= 0)
         return jit__fail(d, JIT_INVALID_SHAPE, "block wgmma family: n=%lld, k=%lld",
                          (long long)s->n, (long long)s->k);
+    if (bp->route == JIT_BSW_DECODE) {
+        const uint32_t want =
+            jit__bsw_decode_smem_bytes(bp->bn, bp->bm, bp->stages, bp->ksub, bp->split);
+        if ((bp->bn != 128 && bp->bn != 256) ||
+            (bp->bm != 8 && bp->bm != 16 && bp->bm != 32 && bp->bm != 64) ||
+            (bp->bn == 256 && bp->bm > 16) || bp->split < 1 || bp->split > (s->k + 127) / 128 ||
+            (bp->ksub != 1 && bp->ksub != 2 && bp->ksub != 4) || bp->cluster != 1 ||
+            plan->smem_bytes != want || want > JIT_BSW_SMEM_LIMIT || bp->stages < 2)
+            return jit__fail(d, JIT_PLAN_FAILED,
+                             "block wgmma decode: %d weight rows x %d tokens, split %d, %d blocks "
+                             "per stage, %u bytes of shared memory (the kernel uses %u) is not "
+                             "one it supports",
+                             bp->bn, bp->bm, bp->split, bp->ksub, plan->smem_bytes, want);
+        return JIT_OK;
+    }
     if (bp->route != JIT_BSW_TILES || bp->bm != 128 || bp->bn < 64 || bp->bn > 192 || bp->bn % 32 ||
         (bp->cluster != 1 && bp->cluster != 2) || (bp->bn / bp->cluster) % 8 ||
         (s->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU && bp->bn % 64))
@@ -70,24 +85,39 @@ static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t
                    plan->sm_count, plan->token_band);
     jit__sb_printf(sb, " *   n %lld, k %lld, epilogue %s\n", (long long)s->n, (long long)s->k,
                    jit_epilogue_name(s->epilogue));
-    jit__sb_printf(sb,
-                   " *   CTA tile %d tokens x %d B rows x 128 K bytes, %d stages; each 128-K "
-                   "block promoted to FP32\n *   in 2 column halves, times SFA[row] x SFB[column "
-                   "block], the scales read one block ahead\n",
-                   bp->bm, bp->bn, bp->stages);
+    if (bp->route == JIT_BSW_DECODE)
+        jit__sb_printf(sb,
+                       " *   decode route: weights on wgmma's M side, %d weight rows x %d tokens "
+                       "per unit, K split %d ways\n *   with a fixed-order reduction, %d x 128 K "
+                       "bytes per stage, %d stages; each 128-K block promoted to FP32\n"
+                       " *   times SFB[row block] x SFA[token], the scales read one block ahead\n",
+                       bp->bn, bp->bm, bp->split, bp->ksub, bp->stages);
+    else
+        jit__sb_printf(sb,
+                       " *   CTA tile %d tokens x %d B rows x 128 K bytes, %d stages; each 128-K "
+                       "block promoted to FP32\n *   in 2 column halves, times SFA[row] x "
+                       "SFB[column block], the scales read one block ahead\n",
+                       bp->bm, bp->bn, bp->stages);
     jit__sb_printf(sb,
                    " *   384 threads: 1 producer warpgroup (%d registers), 2 consumer "
                    "warpgroups (%d)\n",
                    bp->producer_regs, bp->consumer_regs);
-    jit__sb_printf(sb, " *   epilogue stores: %s\n",
-                   bp->store_warps ? "the producer warpgroup's 3 store warps, from the whole "
-                                     "tile staged in shared memory"
-                                   : "the consumer warpgroups, 32 columns at a time");
-    jit__sb_printf(sb,
-                   " *   dynamic shared memory %u bytes; persistent grid, raster groups of %d "
-                   "m-groups; clusters of %d%s\n",
-                   plan->smem_bytes, bp->group_m, bp->cluster,
-                   bp->cluster > 1 ? " CTAs sharing each B tile by TMA multicast" : " CTA");
+    if (bp->route == JIT_BSW_DECODE) {
+        jit__sb_printf(sb,
+                       " *   dynamic shared memory %u bytes; one CTA per (token tile, weight "
+                       "tile, k-split) unit\n",
+                       plan->smem_bytes);
+    } else {
+        jit__sb_printf(sb, " *   epilogue stores: %s\n",
+                       bp->store_warps ? "the producer warpgroup's 3 store warps, from the whole "
+                                         "tile staged in shared memory"
+                                       : "the consumer warpgroups, 32 columns at a time");
+        jit__sb_printf(sb,
+                       " *   dynamic shared memory %u bytes; persistent grid, raster groups of %d "
+                       "m-groups; clusters of %d%s\n",
+                       plan->smem_bytes, bp->group_m, bp->cluster,
+                       bp->cluster > 1 ? " CTAs sharing each B tile by TMA multicast" : " CTA");
+    }
     if (plan->chosen >= 0 && plan->reason[0]) {
         jit__sb_append(sb, " *   model: ");
         jit__sb_append_comment_safe(sb, plan->reason);
@@ -133,19 +163,36 @@ jit_status_t jit__gen_fp8_block_wgmma(const jit__plan_t *plan, const jit__key_t 
     jit__sb_t sb;
     jit__sb_init(&sb);
     emit_header(&sb, plan, key);
-    jit__sb_append(&sb, "#include \"fp8_block_wgmma/device/kernel.cuh\"\n\n");
-    jit__sb_printf(&sb,
-                   "struct Plan {\n"
-                   "    enum : int {\n"
-                   "        BM = %d, BN = %d, STAGES = %d, N = %lld, K = %lld,\n"
-                   "        EPILOGUE = %s, GROUP_M = %d, PRODUCER_REGS = %d, CONSUMER_REGS = %d,\n"
-                   "        CLUSTER = %d, STORE_WARPS = %d\n"
-                   "    };\n"
-                   "};\n"
-                   "typedef BswTileKernel<Plan> Kernel;\n",
-                   bp->bm, bp->bn, bp->stages, (long long)plan->spec.n, (long long)plan->spec.k,
-                   k_epilogue[plan->spec.epilogue], bp->group_m, bp->producer_regs,
-                   bp->consumer_regs, bp->cluster, bp->store_warps);
+    if (bp->route == JIT_BSW_DECODE) {
+        jit__sb_append(&sb, "#include \"fp8_block_wgmma/device/decode_kernel.cuh\"\n\n");
+        jit__sb_printf(&sb,
+                       "struct Plan {\n"
+                       "    enum : int {\n"
+                       "        BW = %d, TOK = %d, STAGES = %d, N = %lld, K = %lld,\n"
+                       "        EPILOGUE = %s, SPLIT = %d, KSUB = %d, PRODUCER_REGS = %d,\n"
+                       "        CONSUMER_REGS = %d\n"
+                       "    };\n"
+                       "};\n"
+                       "typedef BswDecodeKernel<Plan> Kernel;\n",
+                       bp->bn, bp->bm, bp->stages, (long long)plan->spec.n, (long long)plan->spec.k,
+                       k_epilogue[plan->spec.epilogue], bp->split, bp->ksub, bp->producer_regs,
+                       bp->consumer_regs);
+    } else {
+        jit__sb_append(&sb, "#include \"fp8_block_wgmma/device/kernel.cuh\"\n\n");
+        jit__sb_printf(&sb,
+                       "struct Plan {\n"
+                       "    enum : int {\n"
+                       "        BM = %d, BN = %d, STAGES = %d, N = %lld, K = %lld,\n"
+                       "        EPILOGUE = %s, GROUP_M = %d, PRODUCER_REGS = %d, "
+                       "CONSUMER_REGS = %d,\n"
+                       "        CLUSTER = %d, STORE_WARPS = %d\n"
+                       "    };\n"
+                       "};\n"
+                       "typedef BswTileKernel<Plan> Kernel;\n",
+                       bp->bm, bp->bn, bp->stages, (long long)plan->spec.n, (long long)plan->spec.k,
+                       k_epilogue[plan->spec.epilogue], bp->group_m, bp->producer_regs,
+                       bp->consumer_regs, bp->cluster, bp->store_warps);
+    }
     jit__sb_printf(&sb, "static_assert(Kernel::SMEM_BYTES == %u, \"the plan's shared memory\");\n",
                    plan->smem_bytes);
     jit__sb_printf(&sb, "static_assert(Kernel::THREADS == %d, \"the plan's threads\");\n",

@@ -1,7 +1,8 @@
 /*
  * The block-scaled wgmma family's launch: the tensor maps of A and B (kept per operand pointer
  * and shape, since a serving loop calls with the same weights every time and an encode costs
- * about a microsecond), the parameter block, the persistent grid and the cluster attribute.
+ * about a microsecond), the parameter block, the grid and the cluster attribute, and for the
+ * decode route with split K its workspace.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,17 +19,53 @@ typedef struct tmap_memo {
     jit__bsw_tmap_t map;
 } tmap_memo_t;
 
+/* Decode with split K also keeps the partials' workspace and the per-tile counters, sized for
+ * the band's largest M and zeroed once (the kernel leaves the counters at zero). Launches that
+ * share them are ordered on the GPU: each waits for the previous one's event, whatever its
+ * stream. Under stream capture the event may only be waited on when it was recorded in the same
+ * capture (the driver refuses a dependency on work outside it), so the state remembers which
+ * capture, if any, recorded it last; the launches of one graph are ordered by the graph itself
+ * and its replays by the stream they are launched on. */
 typedef struct bsw_state {
     pthread_mutex_t lock;
     tmap_memo_t a, b;
     int max_clusters; /* co-resident clusters (cluster plans), 0 if not known */
+    CUdeviceptr workspace, counters;
+    CUevent done;
+    int recorded;            /* `done` has been recorded at least once */
+    cuuint64_t done_capture; /* capture id of the last record, 0 outside capture */
 } bsw_state_t;
 
 void jit__bsw_release(const jit__driver_t *drv, void *state) {
-    (void)drv;
     bsw_state_t *s = state;
+    if (s->done)
+        drv->cuEventDestroy(s->done);
+    if (s->workspace)
+        drv->cuMemFree(s->workspace);
+    if (s->counters)
+        drv->cuMemFree(s->counters);
     pthread_mutex_destroy(&s->lock);
     free(s);
+}
+
+/* The split-K workspace and counters of a decode plan, for the band's largest M. */
+static jit_status_t alloc_workspace(const jit__driver_t *drv, const jit__plan_t *plan,
+                                    bsw_state_t *s, jit__diag_t *d) {
+    int64_t lo, hi;
+    jit__token_band_range(plan->token_band, &lo, &hi);
+    const size_t ws = jit__bsw_decode_workspace_bytes(plan, hi),
+                 counters = jit__bsw_decode_counter_bytes(plan, hi);
+    if (ws == 0)
+        return JIT_OK;
+    CUresult r = drv->cuMemAlloc(&s->workspace, ws);
+    if (r == CUDA_SUCCESS)
+        r = drv->cuMemAlloc(&s->counters, counters);
+    if (r == CUDA_SUCCESS)
+        r = drv->cuMemsetD8(s->counters, 0, counters);
+    if (r == CUDA_SUCCESS)
+        r = drv->cuEventCreate(&s->done, CU_EVENT_DISABLE_TIMING);
+    return r == CUDA_SUCCESS ? JIT_OK
+                             : jit__cuda_fail(drv, r, "allocating the decode workspace", d);
 }
 
 /* How many clusters of the plan's shape the device can hold at once. */
@@ -71,6 +108,8 @@ jit_status_t jit__bsw_prepare(const jit__driver_t *drv, CUfunction fn, const jit
         return jit__fail(d, JIT_OUT_OF_MEMORY, "block wgmma launch state");
     pthread_mutex_init(&s->lock, NULL);
     jit_status_t st = resident_clusters(drv, fn, plan, &s->max_clusters, d);
+    if (st == JIT_OK)
+        st = alloc_workspace(drv, plan, s, d);
     if (st != JIT_OK) {
         jit__bsw_release(drv, s);
         return st;
@@ -107,6 +146,35 @@ static jit_status_t encode(const jit__driver_t *drv, tmap_memo_t *memo, const vo
     return JIT_OK;
 }
 
+/* A launch that shares the split-K workspace with every other launch of the kernel: after the
+ * previous one (its event), unless that was recorded in another stream capture. */
+static jit_status_t launch_ordered(const jit__driver_t *drv, CUfunction fn, bsw_state_t *s,
+                                   const CUlaunchConfig *cfg, void **args, CUstream stream,
+                                   jit__diag_t *d) {
+    CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t capture = 0;
+    CUresult r = CUDA_SUCCESS;
+    if (drv->cuStreamGetCaptureInfo)
+        r = drv->cuStreamGetCaptureInfo(stream, &capturing, &capture, NULL, NULL, NULL);
+    if (r != CUDA_SUCCESS)
+        return jit__cuda_fail(drv, r, "cuStreamGetCaptureInfo", d);
+    if (capturing != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        capture = 0;
+    pthread_mutex_lock(&s->lock);
+    if (s->recorded && s->done_capture == capture)
+        r = drv->cuStreamWaitEvent(stream, s->done, 0);
+    if (r == CUDA_SUCCESS)
+        r = drv->cuLaunchKernelEx(cfg, fn, args, NULL);
+    if (r == CUDA_SUCCESS)
+        r = drv->cuEventRecord(s->done, stream);
+    if (r == CUDA_SUCCESS) {
+        s->recorded = 1;
+        s->done_capture = capture;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return r == CUDA_SUCCESS ? JIT_OK : jit__cuda_fail(drv, r, "launching the decode kernel", d);
+}
+
 void jit__bsw_params(const jit__launch_args_t *a, const jit__bsw_tmap_t *ta,
                      const jit__bsw_tmap_t *tb, jit__bsw_params_t *out) {
     memset(out, 0, sizeof(*out));
@@ -139,8 +207,11 @@ jit_status_t jit__bsw_launch(const jit__driver_t *drv, CUfunction fn, const jit_
     if (st == JIT_OK)
         st = encode(drv, &s->b, o->b, p->n, p->k, a->ldb, bp->bn / bp->cluster,
                     "encoding the tensor map of B", d);
-    if (st == JIT_OK)
+    if (st == JIT_OK) {
         jit__bsw_params(a, &s->a.map, &s->b.map, &params);
+        params.workspace = (float *)(uintptr_t)s->workspace;
+        params.counters = (uint32_t *)(uintptr_t)s->counters;
+    }
     pthread_mutex_unlock(&s->lock);
     if (st != JIT_OK)
         return st;
@@ -162,6 +233,9 @@ jit_status_t jit__bsw_launch(const jit__driver_t *drv, CUfunction fn, const jit_
         cfg.numAttrs = 1;
     }
     void *args[] = {&params};
-    CUresult r = drv->cuLaunchKernelEx(&cfg, fn, args, NULL);
-    return r == CUDA_SUCCESS ? JIT_OK : jit__cuda_fail(drv, r, "cuLaunchKernelEx", d);
+    if (!s->done) {
+        CUresult r = drv->cuLaunchKernelEx(&cfg, fn, args, NULL);
+        return r == CUDA_SUCCESS ? JIT_OK : jit__cuda_fail(drv, r, "cuLaunchKernelEx", d);
+    }
+    return launch_ordered(drv, fn, s, &cfg, args, a->stream, d);
 }

@@ -1,7 +1,8 @@
 /*
  * The block-scaled wgmma family's planner: every tile it can run, each as one CTA and as a
- * cluster of two, with a modelled time at the band's sample M, and the choice of the one with
- * the least mean slowdown against the modelled best (the rule of the row-scaled wgmma family,
+ * cluster of two, and for the decode bands the decode route's configurations (decode.c), each
+ * with a modelled time at the band's sample M, and the choice of the one with the least mean
+ * slowdown against the modelled best (the rule of the row-scaled wgmma family,
  * docs/kernels-fp8-wgmma.md, "The cost model").
  */
 #include <stdio.h>
@@ -127,23 +128,26 @@ static jit_status_t apply(jit__plan_t *p, int index) {
     p->chosen = index;
     p->modelled_us = w->modelled_us;
     memset(bp, 0, sizeof(*bp));
-    bp->route = JIT_BSW_TILES;
-    bp->bm = w->tile_m;
-    bp->bn = w->tile_n;
-    bp->stages = w->stages;
-    bp->cluster = strcmp(w->route, k_routes[1]) == 0 ? 2 : 1;
     bp->group_m = 8;
     bp->producer_regs = 40;
     bp->consumer_regs = 232;
-    bp->store_warps = store_warps_of(p->spec.epilogue);
-    p->smem_bytes =
-        jit__bsw_smem_bytes(bp->bm, bp->bn, bp->stages, p->spec.epilogue, bp->store_warps);
+    if (!jit__bsw_decode_apply(p, w)) {
+        bp->route = JIT_BSW_TILES;
+        bp->bm = w->tile_m;
+        bp->bn = w->tile_n;
+        bp->stages = w->stages;
+        bp->cluster = strcmp(w->route, k_routes[1]) == 0 ? 2 : 1;
+        bp->store_warps = store_warps_of(p->spec.epilogue);
+        bp->split = 1;
+        p->smem_bytes =
+            jit__bsw_smem_bytes(bp->bm, bp->bn, bp->stages, p->spec.epilogue, bp->store_warps);
+        p->persistent = 1;
+    }
     p->tile_m = bp->bm;
     p->tile_n = bp->bn;
     p->tile_k = BK;
     p->stages = bp->stages;
     p->threads = 384;
-    p->persistent = 1;
     p->cluster_m = bp->cluster;
     p->cluster_n = 1;
     return JIT_OK;
@@ -202,8 +206,8 @@ jit_status_t jit__bsw_plan(jit__plan_t *p, jit__diag_t *d) {
         if ((p->spec.epilogue == JIT_EPILOGUE_LINEAR_SWIGLU && bn % 64 != 0) || stages < 3)
             continue;
         /* A cluster of two needs two SMs. */
-        for (int cluster = 1; cluster <= 2 && cluster <= p->sm_count &&
-                              p->n_candidates < JIT_PLAN_MAX_CANDIDATES;
+        for (int cluster = 1;
+             cluster <= 2 && cluster <= p->sm_count && p->n_candidates < JIT_PLAN_MAX_CANDIDATES;
              cluster++) {
             for (int j = 0; j < n_ms; j++)
                 t[p->n_candidates][j] = modelled_us(p, bm, bn, cluster, ms[j]);
@@ -211,6 +215,7 @@ jit_status_t jit__bsw_plan(jit__plan_t *p, jit__diag_t *d) {
                                     modelled_us(p, bm, bn, cluster, p->model_m));
         }
     }
+    jit__bsw_decode_candidates(p, ms, n_ms, t);
     if (p->n_candidates == 0)
         return jit__fail(d, JIT_PLAN_FAILED,
                          "no block-scaled wgmma tile fits %u bytes of shared "
@@ -236,6 +241,8 @@ jit_status_t jit__bsw_replan(jit__plan_t *p, int index, jit__diag_t *d) {
 
 unsigned jit__bsw_grid(const jit__plan_t *plan, int64_t m, int max_clusters) {
     const jit__bsw_plan_t *bp = jit__bsw_cof(plan);
+    if (bp->route == JIT_BSW_DECODE)
+        return jit__bsw_decode_grid(plan, m);
     const int64_t c = bp->cluster;
     /* Work units are groups of `cluster` m-tiles of one n-tile, one cluster each. */
     int64_t units =
