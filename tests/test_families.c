@@ -299,6 +299,11 @@ Test(families, golden_sources) {
     s = row_spec(27648, 5120);
     s.epilogue = JIT_EPILOGUE_LINEAR_SWIGLU;
     check_golden("fp8_wgmma_swiglu_band1_sm_90a", &s, 1, "sm_90a");
+    s = row_spec(7168, 16384);
+    s.scales = JIT_SCALE_BLOCK_1X128_128X128;
+    check_golden("fp8_block_wgmma_linear_band5_sm_90a", &s, 5, "sm_90a");
+    s.epilogue = JIT_EPILOGUE_LINEAR_ADD;
+    check_golden("fp8_block_wgmma_add_band0_sm_90a", &s, 0, "sm_90a");
 }
 
 /* Every family has a reference and a tolerance; the FP8 families' reference is the row-scaled
