@@ -173,11 +173,11 @@ static int check(const jit_problem_t *p, const jit__gemm_spec_t *spec, const jit
         int64_t r = rows == 1 ? 0 : (i * (m - 1)) / (rows - 1);
         const uint16_t *res = h->res ? h->res + r * n : NULL;
         if (block_scaled(p))
-            jit__ref_fp8_block128(spec, 1, h->a + r * k, k, h->b, k, h->sa + r * h->sfa_m,
-                                  h->sfa_m, h->sfa_k, h->sb, res, n, p->alpha, ref, mag);
+            jit__ref_fp8_block128(spec, 1, h->a + r * k, k, h->b, k, h->sa + r * h->sfa_m, h->sfa_m,
+                                  h->sfa_k, h->sb, res, n, p->alpha, ref, mag);
         else
             jit__ref_fp8_rowscaled(spec, 1, h->a + r * k, k, h->b, k, h->sa + r, h->sb, res, n,
-                               p->alpha, ref, mag);
+                                   p->alpha, ref, mag);
         for (int64_t j = 0; j < nout; j++) {
             double gpu = (double)jit__bf16_decode(h->d[r * nout + j]);
             double err = fabs(gpu - ref[j]);
@@ -346,8 +346,7 @@ static int run_checked(const jit__driver_t *drv, jit_context_t *ctx, const jit__
         goto done;
     double flops = 2.0 * (double)m * (double)n * (double)k;
     double bytes = (double)(m * k + n * k) + 4.0 * (double)(h.sa_count + h.sb_count) +
-                   (double)d_bytes +
-                   (has_res ? 2.0 * (double)(m * n) : 0.0);
+                   (double)d_bytes + (has_res ? 2.0 * (double)(m * n) : 0.0);
     fprintf(txt, "time: median %.2f us over %d iterations, %.2f TFLOP/s, %.1f GB/s\n", t * 1e6,
             iters, flops / t * 1e-12, bytes / t * 1e-9);
     json_object_set_new(report, "iters", json_integer(iters));
@@ -407,8 +406,9 @@ int jit__cli_run(int argc, char **argv) {
         return rc;
     if (sfa_layout && (p.scale_mode != JIT_SCALE_BLOCK_1X128_128X128 ||
                        jit_sfa_layout_parse(sfa_layout, &p.sfa_layout) != JIT_OK))
-        return jit__cli_usage(verb, "--sfa-layout: k-major or m-major, with --scales 128x128 only "
-                                    "(got '%s')",
+        return jit__cli_usage(verb,
+                              "--sfa-layout: k-major or m-major, with --scales 128x128 only "
+                              "(got '%s')",
                               sfa_layout);
     if (!seed_text)
         seed = fresh_seed();
