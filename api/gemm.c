@@ -17,7 +17,47 @@ static int aligned(const void *p, uintptr_t a) {
 /* Resolved strides: 0 in the problem means packed. */
 typedef struct strides {
     int64_t lda, ldb, ldd, ldr;
+    int64_t sfa_m, sfa_k; /* 128x128: SFA's element (m, kb) at m * sfa_m + kb * sfa_k */
 } strides_t;
+
+/* The 128x128 mode's SFA layout and leading dimension; the other modes leave both 0. */
+static jit_status_t sfa_strides(const jit_problem_t *p, strides_t *s, jit__diag_t *d) {
+    if (p->scale_mode != JIT_SCALE_BLOCK_1X128_128X128) {
+        if (p->sfa_layout != JIT_SFA_K_MAJOR || p->ld_sfa != 0)
+            return jit__fail(d, JIT_INVALID_ARGUMENT,
+                             "sfa_layout and ld_sfa describe 128x128 scales only (scales are %s; "
+                             "sfa_layout=%d, ld_sfa=%lld)",
+                             jit_scale_mode_name(p->scale_mode), (int)p->sfa_layout,
+                             (long long)p->ld_sfa);
+        return JIT_OK;
+    }
+    if (p->ld_sfa < 0 || p->ld_sfa > INT32_MAX)
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "ld_sfa=%lld must be in [0, 2^31)",
+                         (long long)p->ld_sfa);
+    const int64_t kblocks = (p->k + 127) / 128;
+    if (p->sfa_layout == JIT_SFA_K_MAJOR) {
+        s->sfa_m = p->ld_sfa ? p->ld_sfa : kblocks;
+        s->sfa_k = 1;
+        if (s->sfa_m < kblocks)
+            return jit__fail(d, JIT_INVALID_ARGUMENT,
+                             "k-major SFA holds ceil(K/128) = %lld scales per row: ld_sfa=%lld is "
+                             "smaller",
+                             (long long)kblocks, (long long)p->ld_sfa);
+    } else if (p->sfa_layout == JIT_SFA_M_MAJOR) {
+        s->sfa_m = 1;
+        s->sfa_k = p->ld_sfa ? p->ld_sfa : p->m;
+        if (s->sfa_k < p->m)
+            return jit__fail(d, JIT_INVALID_ARGUMENT,
+                             "m-major SFA holds M = %lld scales per 128-K group: ld_sfa=%lld is "
+                             "smaller",
+                             (long long)p->m, (long long)p->ld_sfa);
+    } else {
+        return jit__fail(d, JIT_INVALID_ARGUMENT,
+                         "sfa_layout %d is neither JIT_SFA_K_MAJOR nor JIT_SFA_M_MAJOR",
+                         (int)p->sfa_layout);
+    }
+    return JIT_OK;
+}
 
 static jit_status_t validate(const jit_problem_t *p, const jit_operands_t *o, strides_t *s,
                              jit__diag_t *d) {
@@ -69,12 +109,13 @@ static jit_status_t validate(const jit_problem_t *p, const jit_operands_t *o, st
     if (!aligned(o->d, 4) || (o->residual && !aligned(o->residual, 4)) || !aligned(o->scale_a, 4) ||
         !aligned(o->scale_b, 4))
         return jit__fail(d, JIT_MISALIGNED, "d, residual and the scales must be 4-byte aligned");
-    /* Block-scaled operands go through TMA, which needs 16-byte aligned base addresses. */
-    if (p->scale_mode != JIT_SCALE_ROW &&
+    /* The 8-bit block-scaled operands go through TMA, which needs 16-byte aligned base
+     * addresses. (128x128 scales are read by the threads, 4 bytes at a time.) */
+    if (p->scale_mode != JIT_SCALE_ROW && p->scale_mode != JIT_SCALE_BLOCK_1X128_128X128 &&
         (!aligned(o->scale_a, 16) || !aligned(o->scale_b, 16) || !aligned(o->d, 16)))
         return jit__fail(d, JIT_MISALIGNED,
                          "block-scaled problems need 16-byte aligned scales and d (TMA)");
-    return JIT_OK;
+    return sfa_strides(p, s, d);
 }
 
 jit_status_t jit_gemm(jit_context_t *ctx, const jit_problem_t *problem,
@@ -89,7 +130,7 @@ jit_status_t jit_gemm(jit_context_t *ctx, const jit_problem_t *problem,
         jit__fail(&d, JIT_INVALID_ARGUMENT, "jit_gemm: context is NULL");
         return jit__ctx_error(NULL, &d);
     }
-    strides_t s = {0, 0, 0, 0};
+    strides_t s = {0, 0, 0, 0, 0, 0};
     if (validate(problem, operands, &s, &d) != JIT_OK)
         return jit__ctx_error(ctx, &d);
     const jit__driver_t *drv;
@@ -104,7 +145,15 @@ jit_status_t jit_gemm(jit_context_t *ctx, const jit_problem_t *problem,
     const jit__kernel_t *k = jit__ctx_lookup(ctx, problem, cuctx);
     if (!k && jit__ctx_kernel(ctx, problem, cuctx, &k, &d) != JIT_OK)
         return jit__ctx_error(ctx, &d);
-    jit__launch_args_t args = {problem, operands, s.lda, s.ldb, s.ldd, s.ldr, (CUstream)stream};
+    jit__launch_args_t args = {.problem = problem,
+                               .operands = operands,
+                               .lda = s.lda,
+                               .ldb = s.ldb,
+                               .ldd = s.ldd,
+                               .ldr = s.ldr,
+                               .stream = (CUstream)stream,
+                               .sfa_stride_m = s.sfa_m,
+                               .sfa_stride_k = s.sfa_k};
     jit_status_t st =
         k->plan.family->launch(drv, k->function, &k->plan, k->launch_state, &args, &d);
     if (st != JIT_OK)

@@ -28,6 +28,7 @@ void jit__launch_key_make(const jit_problem_t *p, CUcontext cuctx, jit__launch_k
     lk->scales = p->scale_mode;
     lk->epilogue = p->epilogue;
     lk->band = jit__token_band(p->m);
+    lk->scale_type = jit__scale_type_resolved(p->scale_mode, p->scale_type);
 }
 
 static const jit__kernel_t *probe(const jit__kernel_table_t *t, const jit__launch_key_t *lk,

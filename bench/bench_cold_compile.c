@@ -10,7 +10,10 @@
  * another key runs first and is reported apart: it pays for loading NVRTC into the process,
  * which a serving process pays once, not per kernel.
  *
- *   bench_cold_compile [--arch sm_90a] [--keys 8] [--commit C] [--quiet]
+ *   bench_cold_compile [--arch sm_90a] [--keys 8] [--scales row|128x128] [--commit C] [--quiet]
+ *
+ * --scales 128x128 times the same shapes with 128x128 block scales (the fp8_block_wgmma family
+ * on sm_90a).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,12 +58,15 @@ typedef struct result {
     char target[16];
 } result_t;
 
+static jit_scale_mode_t g_scales = JIT_SCALE_ROW;
+
 static void problem_of(const shape_t *s, jit_problem_t *p) {
     jit_problem_init(p);
     p->m = s->tokens;
     p->n = s->n;
     p->k = s->k;
     p->epilogue = s->epilogue;
+    p->scale_mode = g_scales;
 }
 
 static void read_entry(const char *text, result_t *r) {
@@ -139,8 +145,13 @@ int main(int argc, char **argv) {
             arch = argv[++i];
         } else if (!strcmp(argv[i], "--keys") && i + 1 < argc) {
             want = (size_t)atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--scales") && i + 1 < argc &&
+                   jit_scale_mode_parse(argv[i + 1], &g_scales) == JIT_OK) {
+            i++;
         } else {
-            fprintf(stderr, "usage: %s [--arch A] [--keys N<=%zu] [--commit C] [--quiet]\n",
+            fprintf(stderr,
+                    "usage: %s [--arch A] [--keys N<=%zu] [--scales row|128x128] [--commit C] "
+                    "[--quiet]\n",
                     argv[0], N_SHAPES);
             return 2;
         }
@@ -215,6 +226,7 @@ int main(int argc, char **argv) {
 
     json_t *rec = bench_record("cold_compile", &ba);
     json_object_set_new(rec, "arch", json_string(arch));
+    json_object_set_new(rec, "scales", json_string(jit_scale_mode_name(g_scales)));
     json_object_set_new(rec, "target_compiled", json_string(first.target));
     json_object_set_new(rec, "nvrtc", json_string(first.toolchain));
     json_object_set_new(rec, "keys", json_integer((json_int_t)n));

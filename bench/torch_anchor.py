@@ -23,6 +23,11 @@ residual add; silu(gate) * up over interleaved gate/up columns), the work jitgem
     python3 bench/torch_anchor.py --shapes "linear:5120:17408:4096 linear:8192:3584:1"
     python3 bench/torch_anchor.py --sweep --shapes "linear:5120:17408:1024"
 
+--scales 128x128 runs the block-scaled mode instead (bench/torch_anchor_blockscaled.py): the
+128x128 format (FP32 scales per 1x128 group of A, m-major, and per 128x128 block of B) against
+torch._scaled_mm's blockwise path, with the row-scaled kernel beside it at M >= 4096; without
+--shapes it runs M in {1, 16, 64, 128, 4096} at seven DeepSeek-V3 projection shapes.
+
 --sweep times every candidate the cost models weigh (JITGEMM_FORCE_CANDIDATE, a fresh context
 each) at each shape and reports, per cell, how far the model's choice is from the fastest one.
 A cell's candidates share one operand rotation; each is checked and captured first, then they
@@ -53,7 +58,8 @@ class Problem(ctypes.Structure):
                 ("out_dtype", ctypes.c_int), ("scale_mode", ctypes.c_int),
                 ("epilogue", ctypes.c_int), ("lda", ctypes.c_int64), ("ldb", ctypes.c_int64),
                 ("ldd", ctypes.c_int64), ("ld_residual", ctypes.c_int64),
-                ("alpha", ctypes.c_float)]
+                ("alpha", ctypes.c_float), ("sfa_layout", ctypes.c_int),
+                ("ld_sfa", ctypes.c_int64), ("scale_type", ctypes.c_int)]
 
 
 class Operands(ctypes.Structure):
@@ -439,9 +445,24 @@ def torch_calls(torch, op, n, k, m, gen):
     return [lambda x=x: call(x) for x in sets], mp
 
 
+def write_doc(args, props, torch, copy_bw, results):
+    """The JSON document of the run (--out)."""
+    doc = {"bench": "torch_anchor", "commit": args.commit, "scales": args.scales,
+           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "device": props.name,
+           "sms": props.multi_processor_count, "torch": torch.__version__,
+           "copy_bw_bytes_per_s": copy_bw, "graph_iters": args.graph_iters, "reps": args.reps,
+           "results": results}
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shapes", required=True, help='"op:n:k:tokens ..."')
+    ap.add_argument("--shapes", help='"op:n:k:tokens ..." (required unless --scales 128x128)')
+    ap.add_argument("--scales", choices=("row", "128x128"), default="row",
+                    help="128x128: the block-scaled mode (bench/torch_anchor_blockscaled.py)")
     ap.add_argument("--lib", default=None, help="libjitgemm.so (default build-gpu/, else build/)")
     ap.add_argument("--out", help="write the JSON document here")
     ap.add_argument("--graph-iters", type=int, default=20)
@@ -450,6 +471,10 @@ def main():
     ap.add_argument("--sweep", action="store_true", help="time every candidate of the models")
     ap.add_argument("--commit", default=os.environ.get("JITGEMM_COMMIT", "unknown"))
     args = ap.parse_args()
+    if not args.shapes and args.scales == "row":
+        ap.error("--shapes is required (row scales)")
+    if args.sweep and args.scales != "row":
+        ap.error("--sweep times the row-scaled candidates only")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     lib = args.lib or next((p for p in (os.path.join(root, "build-gpu", "libjitgemm.so"),
                                         os.path.join(root, "build", "libjitgemm.so"))
@@ -471,6 +496,17 @@ def main():
     print(f"device {props.name}, {props.multi_processor_count} SMs, L2 {props.L2_cache_size >> 20} MiB;"
           f" copy bandwidth {copy_bw / 1e12:.2f} TB/s (read + write)", flush=True)
     results, failed = [], 0
+    if args.scales == "128x128":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import torch_anchor_blockscaled as blockscaled
+        helpers = {"random_e4m3": random_e4m3, "capture": capture, "rotation": rotation,
+                   "checked": checked, "interleaved_times": interleaved_times}
+        results, failed = blockscaled.run(torch, jg, helpers, args,
+                                          parse_shapes(args.shapes or blockscaled.DEFAULT_SHAPES),
+                                          gen, stream_of, copy_bw)
+        write_doc(args, props, torch, copy_bw, results)
+        SAMPLER.close()
+        return 1 if failed else 0
     for op, n, k, m in parse_shapes(args.shapes):
         if args.sweep:
             cells = sweep_cell(torch, jg, op, n, k, m, args, gen, stream_of)
@@ -517,15 +553,7 @@ def main():
             r["weight_bw_fraction"] = (n * k) / (r["jitgemm_us"] * 1e-6) / copy_bw
         results.append(r)
         print(json.dumps(r), flush=True)
-    doc = {"bench": "torch_anchor", "commit": args.commit,
-           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "device": props.name,
-           "sms": props.multi_processor_count, "torch": torch.__version__,
-           "copy_bw_bytes_per_s": copy_bw, "graph_iters": args.graph_iters, "reps": args.reps,
-           "results": results}
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
+    write_doc(args, props, torch, copy_bw, results)
     print("\n| shape (op T x N x K) | family tile | check err/tol | jitgemm us | torch us | speedup | TFLOP/s | weights/copy BW | SM MHz / W (jitgemm, torch) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in results:

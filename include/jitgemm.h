@@ -85,8 +85,10 @@ typedef enum jit_dtype {
 } jit_dtype_t;
 
 /* How A and B are scaled. ROW: FP32 per row of A (per token, M entries) and FP32 per row of B
- * (per output channel, N entries). The block modes scale every `block` consecutive K elements
- * with one 8-bit scale, stored in the 128x4 tiled layout (see jit_scale_tile_offset). */
+ * (per output channel, N entries). The 8-bit block modes scale every `block` consecutive K
+ * elements with one 8-bit scale, stored in the 128x4 tiled layout (see jit_scale_tile_offset).
+ * 128x128 scales 128 consecutive K elements of a row of A, and a 128x128 block of B, with FP32
+ * scales in plain row-major arrays. */
 typedef enum jit_scale_mode {
     JIT_SCALE_NONE = 0,
     JIT_SCALE_ROW = 1,        /* "row":      FP32 sa[M], sb[N] */
@@ -94,7 +96,25 @@ typedef enum jit_scale_mode {
     JIT_SCALE_UE4M3_16 = 3,   /* "ue4m3/16": NVFP4 (with an FP32 global scale in alpha) */
     JIT_SCALE_UE5M3_16 = 4,   /* "ue5m3/16": sm_107a only */
     JIT_SCALE_UE5M3_32 = 5,   /* "ue5m3/32": sm_107a only */
+    /* "128x128": E4M3 x E4M3 with FP32 scales, one per 1x128 group of A (a token's 128
+     * consecutive K) and one per 128x128 block of B (DeepSeek-V3 style), sm_90a. scale_a is SFA,
+     * ceil(K/128) scales per row of A stored as problem.sfa_layout says; scale_b is SFB,
+     * [ceil(N/128)][ceil(K/128)] row-major. A partial last group of K (or N) has its own scale. */
+    JIT_SCALE_BLOCK_1X128_128X128 = 6,
 } jit_scale_mode_t;
+
+/* How SFA (scale_a of the 128x128 mode) is stored; kb = k / 128. */
+typedef enum jit_sfa_layout {
+    JIT_SFA_K_MAJOR = 0, /* "k-major": sfa[m * ld_sfa + kb], ld_sfa >= ceil(K/128) */
+    JIT_SFA_M_MAJOR = 1, /* "m-major": sfa[kb * ld_sfa + m], ld_sfa >= M (DeepGEMM, torch) */
+} jit_sfa_layout_t;
+
+/* The element type of the 128x128 mode's scales. The other modes name their own (DEFAULT). */
+typedef enum jit_scale_type {
+    JIT_SCALE_TYPE_DEFAULT = 0, /* "default": the mode's own; FP32 for 128x128 */
+    JIT_SCALE_TYPE_F32 = 1,     /* "f32" */
+    JIT_SCALE_TYPE_UE8M0 = 2,   /* "ue8m0": powers of two, one byte each; no kernel takes it yet */
+} jit_scale_type_t;
 
 typedef enum jit_epilogue {
     JIT_EPILOGUE_NONE = 0,
@@ -117,6 +137,12 @@ typedef struct jit_problem {
     jit_epilogue_t epilogue;
     int64_t lda, ldb, ldd, ld_residual;
     float alpha; /* FP32 multiplier on the result (NVFP4 global scale); 1 by default */
+    /* The 128x128 mode's scales (left 0 by the other modes): SFA's layout, its leading
+     * dimension in elements (0: packed, ceil(K/128) k-major or M m-major; a caller may pad it,
+     * e.g. to a multiple of 4), and the scales' element type. */
+    jit_sfa_layout_t sfa_layout;
+    int64_t ld_sfa;
+    jit_scale_type_t scale_type;
 } jit_problem_t;
 
 /* Fill `p` with defaults: E4M3 x E4M3, row scales, BF16 out, linear epilogue, alpha 1. */
@@ -134,7 +160,8 @@ JIT_EXTERN void jit_problem_init_sized(jit_problem_t *p, size_t size);
 typedef struct jit_operands {
     uint32_t struct_size; /* set by jit_operands_init */
     const void *a, *b;
-    const void *scale_a, *scale_b; /* row mode: const float*; block modes: tiled bytes */
+    /* row and 128x128 modes: const float*; the 8-bit block modes: tiled bytes */
+    const void *scale_a, *scale_b;
     const void *residual;          /* linear_add only */
     void *d;
 } jit_operands_t;
@@ -298,6 +325,11 @@ JIT_EXTERN const char *jit_epilogue_name(jit_epilogue_t e);
 JIT_EXTERN jit_status_t jit_dtype_parse(const char *s, jit_dtype_t *out);
 JIT_EXTERN jit_status_t jit_scale_mode_parse(const char *s, jit_scale_mode_t *out);
 JIT_EXTERN jit_status_t jit_epilogue_parse(const char *s, jit_epilogue_t *out);
+/* "k-major", "m-major"; "default", "f32", "ue8m0". */
+JIT_EXTERN const char *jit_sfa_layout_name(jit_sfa_layout_t l);
+JIT_EXTERN const char *jit_scale_type_name(jit_scale_type_t t);
+JIT_EXTERN jit_status_t jit_sfa_layout_parse(const char *s, jit_sfa_layout_t *out);
+JIT_EXTERN jit_status_t jit_scale_type_parse(const char *s, jit_scale_type_t *out);
 
 #ifdef __cplusplus
 }

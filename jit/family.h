@@ -17,16 +17,21 @@
 #include "strbuf.h"
 
 /* What a launch needs besides the plan: the caller's problem and operands, with the row
- * strides resolved (elements; never 0), and the stream. */
+ * strides resolved (elements; never 0), and the stream. For 128x128 scales, where SFA's element
+ * (m, kb) is: sfa[m * sfa_stride_m + kb * sfa_stride_k] (1 and ld_sfa m-major, ld_sfa and 1
+ * k-major; 0 for the other modes). */
 typedef struct jit__launch_args {
     const jit_problem_t *problem;
     const jit_operands_t *operands;
     int64_t lda, ldb, ldd, ldr;
     CUstream stream;
+    int64_t sfa_stride_m, sfa_stride_k;
 } jit__launch_args_t;
 
 /* Host inputs of a family's FP64 reference, as the GPU reads them. scale_a and scale_b are FP32
- * vectors for row scales, or the 128x4 tiled block-scale bytes for block-scaled formats. */
+ * vectors for row scales, the 128x4 tiled block-scale bytes for the 8-bit block formats, and for
+ * 128x128 FP32 SFA (element (m, kb) at sfa_stride_m * m + sfa_stride_k * kb) and SFB
+ * ([ceil(N/128)][ceil(K/128)]). */
 typedef struct jit__ref_inputs {
     int64_t m;
     const uint8_t *a;
@@ -37,6 +42,7 @@ typedef struct jit__ref_inputs {
     const uint16_t *residual; /* BF16 bits [M][ldr], linear_add only */
     int64_t ldr;
     float alpha;
+    int64_t sfa_stride_m, sfa_stride_k; /* 128x128 only */
 } jit__ref_inputs_t;
 
 typedef struct jit__family {

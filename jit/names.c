@@ -38,7 +38,14 @@ static const word_t k_scales[] = {{"row", JIT_SCALE_ROW},
                                   {"ue4m3/16", JIT_SCALE_UE4M3_16},
                                   {"ue5m3/16", JIT_SCALE_UE5M3_16},
                                   {"ue5m3/32", JIT_SCALE_UE5M3_32},
+                                  {"128x128", JIT_SCALE_BLOCK_1X128_128X128},
                                   {NULL, 0}};
+static const word_t k_sfa_layouts[] = {
+    {"k-major", JIT_SFA_K_MAJOR}, {"m-major", JIT_SFA_M_MAJOR}, {NULL, 0}};
+static const word_t k_scale_types[] = {{"default", JIT_SCALE_TYPE_DEFAULT},
+                                       {"f32", JIT_SCALE_TYPE_F32},
+                                       {"ue8m0", JIT_SCALE_TYPE_UE8M0},
+                                       {NULL, 0}};
 static const word_t k_epilogues[] = {{"linear", JIT_EPILOGUE_LINEAR},
                                      {"linear_add", JIT_EPILOGUE_LINEAR_ADD},
                                      {"linear_swiglu", JIT_EPILOGUE_LINEAR_SWIGLU},
@@ -71,6 +78,13 @@ const char *jit_epilogue_name(jit_epilogue_t e) {
     return name_of(k_epilogues, e);
 }
 
+const char *jit_sfa_layout_name(jit_sfa_layout_t l) {
+    return name_of(k_sfa_layouts, l);
+}
+const char *jit_scale_type_name(jit_scale_type_t t) {
+    return name_of(k_scale_types, t);
+}
+
 jit_status_t jit_dtype_parse(const char *s, jit_dtype_t *out) {
     int v;
     jit_status_t st = parse(k_dtypes, s, &v);
@@ -90,6 +104,21 @@ jit_status_t jit_epilogue_parse(const char *s, jit_epilogue_t *out) {
     jit_status_t st = parse(k_epilogues, s, &v);
     if (st == JIT_OK)
         *out = (jit_epilogue_t)v;
+    return st;
+}
+
+jit_status_t jit_sfa_layout_parse(const char *s, jit_sfa_layout_t *out) {
+    int v;
+    jit_status_t st = parse(k_sfa_layouts, s, &v);
+    if (st == JIT_OK)
+        *out = (jit_sfa_layout_t)v;
+    return st;
+}
+jit_status_t jit_scale_type_parse(const char *s, jit_scale_type_t *out) {
+    int v;
+    jit_status_t st = parse(k_scale_types, s, &v);
+    if (st == JIT_OK)
+        *out = (jit_scale_type_t)v;
     return st;
 }
 

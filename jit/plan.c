@@ -50,6 +50,12 @@ void jit__plan_add_candidate(jit__plan_t *plan, const char *route, int tile_m, i
     c->modelled_us = modelled_us;
 }
 
+jit_scale_type_t jit__scale_type_resolved(jit_scale_mode_t mode, jit_scale_type_t type) {
+    if (mode == JIT_SCALE_BLOCK_1X128_128X128 && type == JIT_SCALE_TYPE_DEFAULT)
+        return JIT_SCALE_TYPE_F32;
+    return type;
+}
+
 int64_t jit__spec_out_cols(const jit__gemm_spec_t *spec) {
     return spec->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU ? spec->n / 2 : spec->n;
 }
@@ -69,6 +75,7 @@ jit_status_t jit__spec_from_problem(const jit_problem_t *p, jit__gemm_spec_t *ou
     out->out = p->out_dtype;
     out->scales = p->scale_mode;
     out->epilogue = p->epilogue;
+    out->scale_type = jit__scale_type_resolved(p->scale_mode, p->scale_type);
     return JIT_OK;
 }
 
@@ -86,6 +93,17 @@ jit_status_t jit__spec_check(const jit__gemm_spec_t *spec, int token_band, int s
         return jit__fail(d, JIT_INVALID_ARGUMENT, "sm_count %d must be positive", sm_count);
     if (spec->epilogue < JIT_EPILOGUE_LINEAR || spec->epilogue > JIT_EPILOGUE_LINEAR_SWIGLU)
         return jit__fail(d, JIT_UNSUPPORTED, "unknown epilogue %d", (int)spec->epilogue);
+    /* Only 128x128 lets the caller name the scales' element type; the other modes' words name
+     * it already. */
+    const jit_scale_type_t type = jit__scale_type_resolved(spec->scales, spec->scale_type);
+    if (spec->scales == JIT_SCALE_BLOCK_1X128_128X128
+            ? type != JIT_SCALE_TYPE_F32 && type != JIT_SCALE_TYPE_UE8M0
+            : type != JIT_SCALE_TYPE_DEFAULT)
+        return jit__fail(d, JIT_INVALID_ARGUMENT,
+                         "scale_type %d (%s) does not go with %s scales: only 128x128 takes one "
+                         "(f32 or ue8m0)",
+                         (int)spec->scale_type, jit_scale_type_name(spec->scale_type),
+                         jit_scale_mode_name(spec->scales));
     if (spec->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU && spec->n % 2 != 0)
         return jit__fail(d, JIT_INVALID_SHAPE,
                          "linear_swiglu needs an even n (gate/up row pairs), got %lld",

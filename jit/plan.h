@@ -29,6 +29,10 @@ typedef struct jit__gemm_spec {
     jit_dtype_t a, b, out;
     jit_scale_mode_t scales;
     jit_epilogue_t epilogue;
+    /* The scales' element type, resolved (jit__scale_type_resolved): F32 for 128x128, DEFAULT
+     * for the modes whose word names their format. Not a common key field: the families whose
+     * modes have a choice put it in their own. */
+    jit_scale_type_t scale_type;
 } jit__gemm_spec_t;
 
 /* Token bands: M in [1,16], [17,64], [65,128], [129,256], [257,1024], [1025, inf). One m-tile
@@ -97,11 +101,16 @@ void jit__plan_add_candidate(jit__plan_t *plan, const char *route, int tile_m, i
 /* Spec from a public problem (checks only what the spec itself holds). */
 jit_status_t jit__spec_from_problem(const jit_problem_t *p, jit__gemm_spec_t *out, jit__diag_t *d);
 
+/* A problem's scale type with DEFAULT made explicit where the mode has a choice (128x128:
+ * F32); what the spec and the launch key hold, so that DEFAULT and F32 are one kernel. */
+jit_scale_type_t jit__scale_type_resolved(jit_scale_mode_t mode, jit_scale_type_t type);
+
 /* Output columns: N, or N/2 for linear_swiglu. */
 int64_t jit__spec_out_cols(const jit__gemm_spec_t *spec);
 
 /* The checks every family relies on (positive n and k below 2^31, band and SM count in range,
- * a known epilogue, an even n for linear_swiglu). */
+ * a known epilogue, an even n for linear_swiglu, a scale type only where the mode has a
+ * choice). */
 jit_status_t jit__spec_check(const jit__gemm_spec_t *spec, int token_band, int sm_count,
                              jit__diag_t *d);
 

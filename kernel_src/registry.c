@@ -15,6 +15,7 @@
  * problems the earlier ones declined. */
 static const jit__family_t *const k_builtin[] = {
     &jit__family_fp8_wgmma,
+    &jit__family_fp8_block_wgmma,
     &jit__family_fp8_mma_sync,
     &jit__family_tcgen05,
 };

@@ -17,6 +17,8 @@
 # Environment: GPU_CHECK_BUDGET_S (default 480) bounds the whole run, each step's timeout is cut
 # to what is left (GPU_CHECK_PYTHON_S, default 300, caps the Python step alone);
 # GPU_CHECK_SHAPES overrides the shape list ("op:n:k:tokens" words);
+# GPU_CHECK_BLOCKSCALED the block-scaled anchor's (empty: skipped; GPU_CHECK_BLOCKSCALED_S its
+# timeout, default 300);
 # JITGEMM_COMMIT names the commit (else .gpu/commit written by fetch-gpu-debs.sh, else git).
 # GPU_CHECK_AB compares forms of a kernel (see ab_forms below).
 set -uo pipefail
@@ -45,6 +47,11 @@ linear:8192:3584:1 linear:8192:3584:4 linear:8192:3584:16 \
 linear:5120:17408:128 linear:5120:17408:512 $LARGE_M_SHAPES \
 linear_add:5120:5120:1024 linear_swiglu:27648:5120:1024"
 export ANCHOR_SHAPES="${GPU_CHECK_ANCHOR:-$DEFAULT_ANCHOR}"
+# The 128x128 block-scaled anchor (bench/torch_anchor.py --scales 128x128): unset runs its
+# default shapes (M in {1, 16, 64, 128, 4096} at seven DeepSeek-V3 projections), a list of
+# op:n:k:tokens words runs those, an empty value skips the step.
+BLOCKSCALED_SET="${GPU_CHECK_BLOCKSCALED+set}"
+export BLOCKSCALED_SHAPES="${GPU_CHECK_BLOCKSCALED-}"
 # The cost model's sweep (every candidate timed per cell) and the profiled candidates.
 export SWEEP_SHAPES="${GPU_CHECK_SWEEP-linear:5120:17408:128 linear:5120:17408:1024 linear:5120:17408:4096 linear:14336:5120:4096}"
 export PROFILE_CANDIDATES="${GPU_CHECK_PROFILE-wgmma_tma:128x160 wgmma_tma_mc2:128x160}"
@@ -227,6 +234,7 @@ write_summary() {
             tail -n 3 | sed 's/^/  /'
         echo
         echo "torch anchor and sweep: $OUT/torch_anchor.json, $OUT/sweep.json"
+        echo "block-scaled anchor: $OUT/torch_anchor_blockscaled.json"
         echo
         [ "$FAILED" -eq 0 ] && echo "result: all steps passed" || echo "result: FAILED"
     } >"$SUMMARY"
@@ -389,6 +397,12 @@ main() {
     step torch_anchor "${GPU_CHECK_ANCHOR_S:-300}" env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 python3 \
         "$ROOT/bench/torch_anchor.py" --lib "$BUILD/libjitgemm.so" --shapes "$ANCHOR_SHAPES" \
         --out "$OUT/torch_anchor.json"
+    if [ -z "$BLOCKSCALED_SET" ] || [ -n "$BLOCKSCALED_SHAPES" ]; then
+        step torch_anchor_blockscaled "${GPU_CHECK_BLOCKSCALED_S:-300}" env -u LD_LIBRARY_PATH \
+            PYTHONUNBUFFERED=1 python3 "$ROOT/bench/torch_anchor.py" --scales 128x128 \
+            --lib "$BUILD/libjitgemm.so" ${BLOCKSCALED_SHAPES:+--shapes "$BLOCKSCALED_SHAPES"} \
+            --out "$OUT/torch_anchor_blockscaled.json"
+    fi
     if [ -n "$AB_FORMS" ]; then
         step ab "${GPU_CHECK_AB_S:-300}" tee_to "$OUT/ab.log" ab_forms
     fi

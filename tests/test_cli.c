@@ -244,6 +244,12 @@ Test(cli, run_usage_errors) {
          "--seed: expected an unsigned integer"},
         {{"run", "--op", "swiglu", "--n", "64", "--k", "64", "--tokens", "1"},
          "unknown op 'swiglu'"},
+        {{"run", "--op", "linear", "--n", "64", "--k", "64", "--tokens", "1", "--sfa-layout",
+          "m-major"},
+         "--sfa-layout: k-major or m-major, with --scales 128x128 only (got 'm-major')"},
+        {{"run", "--op", "linear", "--n", "64", "--k", "64", "--tokens", "1", "--scales",
+          "128x128", "--sfa-layout", "row-major"},
+         "--sfa-layout: k-major or m-major, with --scales 128x128 only (got 'row-major')"},
     };
     expect_usage_errors(cases, sizeof(cases) / sizeof(cases[0]), 2);
 }

@@ -299,6 +299,11 @@ Test(families, golden_sources) {
     s = row_spec(27648, 5120);
     s.epilogue = JIT_EPILOGUE_LINEAR_SWIGLU;
     check_golden("fp8_wgmma_swiglu_band1_sm_90a", &s, 1, "sm_90a");
+    s = row_spec(7168, 16384);
+    s.scales = JIT_SCALE_BLOCK_1X128_128X128;
+    check_golden("fp8_block_wgmma_linear_band5_sm_90a", &s, 5, "sm_90a");
+    s.epilogue = JIT_EPILOGUE_LINEAR_ADD;
+    check_golden("fp8_block_wgmma_add_band0_sm_90a", &s, 0, "sm_90a");
 }
 
 /* Every family has a reference and a tolerance; the FP8 families' reference is the row-scaled
@@ -323,7 +328,7 @@ Test(families, every_family_has_a_reference_and_a_tolerance) {
     for (int i = 0; i < N; i++)
         sb[i] = (float)jt_rng_uniform(&rng, 0.5, 2.0);
     jit__gemm_spec_t s = row_spec(N, K);
-    jit__ref_inputs_t in = {M, a, LDA, b, LDB, sa, sb, NULL, 0, 1.5f};
+    jit__ref_inputs_t in = {M, a, LDA, b, LDB, sa, sb, NULL, 0, 1.5f, 0, 0};
     const char *fams[] = {"fp8_wgmma", "fp8_mma_sync"};
     for (size_t f = 0; f < 2; f++) {
         double want[M * N], want_mag[M * N], got[M * N], got_mag[M * N];

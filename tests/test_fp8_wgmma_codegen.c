@@ -377,7 +377,7 @@ static void check_launch(const char *force, int bn, int cluster, int64_t m) {
     jit_operands_init(&ops);
     static _Alignas(16) unsigned char fake[64];
     ops.a = ops.b = ops.scale_a = ops.scale_b = ops.d = fake;
-    jit__launch_args_t args = {&prob, &ops, 5120, 5120, 5120, 5120, NULL};
+    jit__launch_args_t args = {&prob, &ops, 5120, 5120, 5120, 5120, NULL, 0, 0};
     g_n_maps = 0;
     cr_assert_eq(p.family->launch(&drv, NULL, &p, state, &args, &d), JIT_OK, "%s", d.msg);
     cr_assert_eq(g_n_maps, 2);
@@ -579,7 +579,7 @@ Test(fp8_wgmma, decode_launch_matches_the_plan) {
     jit_operands_init(&ops);
     static _Alignas(16) unsigned char fake[64];
     ops.a = ops.b = ops.scale_a = ops.scale_b = ops.d = fake;
-    jit__launch_args_t args = {&prob, &ops, 17408, 17408, 5120, 5120, NULL};
+    jit__launch_args_t args = {&prob, &ops, 17408, 17408, 5120, 5120, NULL, 0, 0};
     g_n_maps = 0;
     for (int call = 0; call < 2; call++)
         cr_assert_eq(p.family->launch(&drv, NULL, &p, state, &args, &d), JIT_OK, "%s", d.msg);

@@ -88,13 +88,14 @@ Test(shapes, defaults_and_optional_target) {
 }
 
 Test(shapes, every_scale_word_and_op) {
-    const char *scales[] = {"row", "ue8m0/32", "ue4m3/16", "ue5m3/16", "ue5m3/32"};
-    const jit_scale_mode_t want_s[] = {JIT_SCALE_ROW, JIT_SCALE_UE8M0_32, JIT_SCALE_UE4M3_16,
-                                       JIT_SCALE_UE5M3_16, JIT_SCALE_UE5M3_32};
+    const char *scales[] = {"row", "ue8m0/32", "ue4m3/16", "ue5m3/16", "ue5m3/32", "128x128"};
+    const jit_scale_mode_t want_s[] = {JIT_SCALE_ROW,      JIT_SCALE_UE8M0_32,
+                                       JIT_SCALE_UE4M3_16, JIT_SCALE_UE5M3_16,
+                                       JIT_SCALE_UE5M3_32, JIT_SCALE_BLOCK_1X128_128X128};
     const char *ops[] = {"linear", "linear_add", "linear_swiglu"};
     const jit_epilogue_t want_o[] = {JIT_EPILOGUE_LINEAR, JIT_EPILOGUE_LINEAR_ADD,
                                      JIT_EPILOGUE_LINEAR_SWIGLU};
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         char text[512];
         snprintf(text, sizeof(text),
                  "{\"gemms\": [{\"name\": \"g\", \"op\": \"%s\", \"n\": 64, \"k\": 64, "

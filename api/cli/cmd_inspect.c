@@ -28,7 +28,7 @@ const char jit__cli_inspect_help[] =
     "  --n N --k K     B rows (output channels; gate/up pairs for linear_swiglu) and depth\n"
     "  --tokens T      M, the token count (it selects the token band)\n"
     "  --a A, --b B    operand formats: e4m3 (default), e5m2, e2m1\n"
-    "  --scales S      row (default), ue8m0/32, ue4m3/16, ue5m3/16, ue5m3/32\n"
+    "  --scales S      row (default), ue8m0/32, ue4m3/16, ue5m3/16, ue5m3/32, 128x128\n"
     "  --out-dtype D   bf16 (default) or f32\n"
     "Target:\n"
     "  --arch A        sm_90a, sm_100a, sm_103a, sm_107a, sm_120a (default: the current GPU)\n"

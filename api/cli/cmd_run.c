@@ -31,20 +31,22 @@
 
 const char jit__cli_run_help[] =
     "Usage: jitgemm run --op OP --n N --k K --tokens T [--a A] [--b B] [--scales S]\n"
-    "                   [--out-dtype D] [--iters I] [--seed S] [--arch A] [--sm-count N]\n"
-    "                   [--cache-dir D] [--json]\n"
+    "                   [--sfa-layout L] [--out-dtype D] [--iters I] [--seed S] [--arch A]\n"
+    "                   [--sm-count N] [--cache-dir D] [--json]\n"
     "\n"
     "Run one GEMM on the GPU: random inputs (a fresh seed unless --seed), poisoned output, one\n"
     "call checked against the host FP64 reference, then I timed calls (CUDA events).\n"
     "Prints the worst error, the mismatch count and PASS or FAIL, then the median time,\n"
     "TFLOP/s (2*M*N*K / t) and effective GB/s (bytes of A, B, scales, residual and D / t).\n"
-    "The check covers E4M3 x E4M3 with row scales and BF16 output, the only formats with a\n"
-    "kernel that runs on a GPU here (the block-scaled host reference has no GPU kernel to check\n"
-    "yet); for large problems it checks a spread of rows, always the first and last.\n"
+    "The check covers E4M3 x E4M3 with BF16 output and row scales or 128x128 block scales\n"
+    "(FP32, one per 1x128 group of A and per 128x128 block of B), the formats with an sm_90a\n"
+    "kernel; for large problems it checks a spread of rows, always the first and last.\n"
     "\n"
     "Options:\n"
     "  --op OP --n N --k K --tokens T   the problem, as for 'jitgemm inspect'\n"
     "  --a A --b B --scales S --out-dtype D\n"
+    "  --sfa-layout L  128x128 scales: SFA k-major ([M][ceil(K/128)], the default) or m-major\n"
+    "                  ([ceil(K/128)][M], as DeepGEMM and torch store it)\n"
     "  --iters I       timed iterations (default 20)\n"
     "  --seed S        random seed (decimal or 0x hex), to repeat a run\n"
     "  --arch A        plan for A instead of the GPU's own arch (the kernel must run here)\n"
@@ -62,11 +64,31 @@ const char jit__cli_run_help[] =
 #define GUARD_BYTES 4096
 #define MAX_SHOWN 5
 
+/* sa/sb: row scales (M and N floats), or 128x128 SFA (element (m, kb) at m * sfa_m + kb *
+ * sfa_k) and SFB ([ceil(N/128)][ceil(K/128)]). */
 typedef struct host_data {
     uint8_t *a, *b;
     float *sa, *sb;
     uint16_t *res, *d;
+    int64_t sa_count, sb_count, sfa_m, sfa_k;
 } host_data_t;
+
+static int block_scaled(const jit_problem_t *p) {
+    return p->scale_mode == JIT_SCALE_BLOCK_1X128_128X128;
+}
+
+/* How many scales each operand has, and SFA's strides for 128x128 scales (packed). */
+static void scale_shape(const jit_problem_t *p, host_data_t *h) {
+    const int64_t kb = (p->k + 127) / 128, nb = (p->n + 127) / 128;
+    if (!block_scaled(p)) {
+        h->sa_count = p->m, h->sb_count = p->n, h->sfa_m = 1, h->sfa_k = 0;
+        return;
+    }
+    h->sa_count = p->m * kb;
+    h->sb_count = nb * kb;
+    h->sfa_m = p->sfa_layout == JIT_SFA_M_MAJOR ? 1 : kb;
+    h->sfa_k = p->sfa_layout == JIT_SFA_M_MAJOR ? p->m : 1;
+}
 
 typedef struct dev_data {
     CUdeviceptr a, b, sa, sb, res, d;
@@ -150,8 +172,12 @@ static int check(const jit_problem_t *p, const jit__gemm_spec_t *spec, const jit
         /* Evenly spread, first and last included; distinct because rows <= m. */
         int64_t r = rows == 1 ? 0 : (i * (m - 1)) / (rows - 1);
         const uint16_t *res = h->res ? h->res + r * n : NULL;
-        jit__ref_fp8_rowscaled(spec, 1, h->a + r * k, k, h->b, k, h->sa + r, h->sb, res, n,
-                               p->alpha, ref, mag);
+        if (block_scaled(p))
+            jit__ref_fp8_block128(spec, 1, h->a + r * k, k, h->b, k, h->sa + r * h->sfa_m, h->sfa_m,
+                                  h->sfa_k, h->sb, res, n, p->alpha, ref, mag);
+        else
+            jit__ref_fp8_rowscaled(spec, 1, h->a + r * k, k, h->b, k, h->sa + r, h->sb, res, n,
+                                   p->alpha, ref, mag);
         for (int64_t j = 0; j < nout; j++) {
             double gpu = (double)jit__bf16_decode(h->d[r * nout + j]);
             double err = fabs(gpu - ref[j]);
@@ -241,8 +267,9 @@ static int run_checked(const jit__driver_t *drv, jit_context_t *ctx, const jit__
     int rc = 0;
     h.a = malloc((size_t)(m * k));
     h.b = malloc((size_t)(n * k));
-    h.sa = malloc((size_t)m * sizeof(float));
-    h.sb = malloc((size_t)n * sizeof(float));
+    scale_shape(p, &h);
+    h.sa = malloc((size_t)h.sa_count * sizeof(float));
+    h.sb = malloc((size_t)h.sb_count * sizeof(float));
     h.res = has_res ? malloc((size_t)(m * n) * 2) : NULL;
     h.d = malloc(d_bytes + GUARD_BYTES);
     if (!h.a || !h.b || !h.sa || !h.sb || (has_res && !h.res) || !h.d) {
@@ -254,17 +281,17 @@ static int run_checked(const jit__driver_t *drv, jit_context_t *ctx, const jit__
     uint64_t rng = seed;
     fill_e4m3(h.a, (size_t)(m * k), &rng);
     fill_e4m3(h.b, (size_t)(n * k), &rng);
-    for (int64_t i = 0; i < m; i++)
+    for (int64_t i = 0; i < h.sa_count; i++)
         h.sa[i] = (float)rng_uniform(&rng, 0.25, 1.0);
-    for (int64_t i = 0; i < n; i++)
+    for (int64_t i = 0; i < h.sb_count; i++)
         h.sb[i] = (float)rng_uniform(&rng, 0.25, 1.0);
     for (int64_t i = 0; has_res && i < m * n; i++)
         h.res[i] = jit__bf16_encode((float)rng_uniform(&rng, -4.0, 4.0));
 
     if ((rc = alloc_copy(drv, &dv.a, h.a, (size_t)(m * k))) ||
         (rc = alloc_copy(drv, &dv.b, h.b, (size_t)(n * k))) ||
-        (rc = alloc_copy(drv, &dv.sa, h.sa, (size_t)m * sizeof(float))) ||
-        (rc = alloc_copy(drv, &dv.sb, h.sb, (size_t)n * sizeof(float))) ||
+        (rc = alloc_copy(drv, &dv.sa, h.sa, (size_t)h.sa_count * sizeof(float))) ||
+        (rc = alloc_copy(drv, &dv.sb, h.sb, (size_t)h.sb_count * sizeof(float))) ||
         (has_res && (rc = alloc_copy(drv, &dv.res, h.res, (size_t)(m * n) * 2))) ||
         (rc = alloc_copy(drv, &dv.d, NULL, d_bytes + GUARD_BYTES)) ||
         (rc = cuda_check(drv, drv->cuMemsetD8(dv.d, 0xFF, d_bytes + GUARD_BYTES), "cuMemsetD8")))
@@ -318,8 +345,8 @@ static int run_checked(const jit__driver_t *drv, jit_context_t *ctx, const jit__
     if ((rc = timed(drv, ctx, p, &ops, iters, &t)))
         goto done;
     double flops = 2.0 * (double)m * (double)n * (double)k;
-    double bytes = (double)(m * k + n * k) + 4.0 * (double)(m + n) + (double)d_bytes +
-                   (has_res ? 2.0 * (double)(m * n) : 0.0);
+    double bytes = (double)(m * k + n * k) + 4.0 * (double)(h.sa_count + h.sb_count) +
+                   (double)d_bytes + (has_res ? 2.0 * (double)(m * n) : 0.0);
     fprintf(txt, "time: median %.2f us over %d iterations, %.2f TFLOP/s, %.1f GB/s\n", t * 1e6,
             iters, flops / t * 1e-12, bytes / t * 1e-9);
     json_object_set_new(report, "iters", json_integer(iters));
@@ -345,7 +372,7 @@ int jit__cli_run(int argc, char **argv) {
     const char *verb = "run";
     jit__cli_problem_args_t pa = {0};
     const char *arch = NULL, *sm_text = NULL, *cache_dir = NULL, *iters_text = NULL;
-    const char *seed_text = NULL;
+    const char *seed_text = NULL, *sfa_layout = NULL;
     int json = 0;
     const jit__cli_opt_t opts[] = {
         {"op", "OP", &pa.op, NULL},
@@ -356,6 +383,7 @@ int jit__cli_run(int argc, char **argv) {
         {"b", "B", &pa.b, NULL},
         {"scales", "S", &pa.scales, NULL},
         {"out-dtype", "D", &pa.out_dtype, NULL},
+        {"sfa-layout", "L", &sfa_layout, NULL},
         {"iters", "I", &iters_text, NULL},
         {"seed", "S", &seed_text, NULL},
         {"arch", "A", &arch, NULL},
@@ -376,6 +404,12 @@ int jit__cli_run(int argc, char **argv) {
         (rc = jit__cli_int(verb, "iters", iters_text, 1, 100000, &iters)) ||
         (rc = jit__cli_u64(verb, "seed", seed_text, &seed)))
         return rc;
+    if (sfa_layout && (p.scale_mode != JIT_SCALE_BLOCK_1X128_128X128 ||
+                       jit_sfa_layout_parse(sfa_layout, &p.sfa_layout) != JIT_OK))
+        return jit__cli_usage(verb,
+                              "--sfa-layout: k-major or m-major, with --scales 128x128 only "
+                              "(got '%s')",
+                              sfa_layout);
     if (!seed_text)
         seed = fresh_seed();
     if (seed == 0) /* xorshift stays at zero forever */
@@ -431,9 +465,9 @@ int jit__cli_run(int argc, char **argv) {
         return JIT_CLI_FAILED;
     }
     if (p.a_dtype != JIT_DTYPE_E4M3 || p.b_dtype != JIT_DTYPE_E4M3 ||
-        p.scale_mode != JIT_SCALE_ROW || p.out_dtype != JIT_DTYPE_BF16) {
-        jit__cli_error("run: only e4m3 x e4m3 with row scales and bf16 output has a host "
-                       "reference to check against; got %s x %s, %s, %s",
+        (p.scale_mode != JIT_SCALE_ROW && !block_scaled(&p)) || p.out_dtype != JIT_DTYPE_BF16) {
+        jit__cli_error("run: only e4m3 x e4m3 with row or 128x128 scales and bf16 output has a "
+                       "host reference to check against; got %s x %s, %s, %s",
                        jit_dtype_name(p.a_dtype), jit_dtype_name(p.b_dtype),
                        jit_scale_mode_name(p.scale_mode), jit_dtype_name(p.out_dtype));
         jit_context_destroy(ctx);
@@ -462,6 +496,8 @@ int jit__cli_run(int argc, char **argv) {
     json_object_set_new(report, "a", json_string(jit_dtype_name(p.a_dtype)));
     json_object_set_new(report, "b", json_string(jit_dtype_name(p.b_dtype)));
     json_object_set_new(report, "scales", json_string(jit_scale_mode_name(p.scale_mode)));
+    if (block_scaled(&p))
+        json_object_set_new(report, "sfa_layout", json_string(jit_sfa_layout_name(p.sfa_layout)));
     json_object_set_new(report, "out", json_string(jit_dtype_name(p.out_dtype)));
     json_object_set_new(report, "arch", json_string(jit_context_arch(ctx)));
     json_object_set_new(report, "sm_count", json_integer(jit_context_sm_count(ctx)));

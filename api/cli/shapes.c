@@ -105,7 +105,8 @@ static jit_status_t get_dtype(const json_t *v, const char *source, const char *p
 static const jit_dtype_t k_operand_types[] = {JIT_DTYPE_E4M3, JIT_DTYPE_E5M2, JIT_DTYPE_E2M1};
 static const jit_dtype_t k_out_types[] = {JIT_DTYPE_BF16, JIT_DTYPE_F32};
 static const jit_scale_mode_t k_scale_modes[] = {
-    JIT_SCALE_ROW, JIT_SCALE_UE8M0_32, JIT_SCALE_UE4M3_16, JIT_SCALE_UE5M3_16, JIT_SCALE_UE5M3_32};
+    JIT_SCALE_ROW,      JIT_SCALE_UE8M0_32, JIT_SCALE_UE4M3_16,
+    JIT_SCALE_UE5M3_16, JIT_SCALE_UE5M3_32, JIT_SCALE_BLOCK_1X128_128X128};
 static const jit_epilogue_t k_ops[] = {JIT_EPILOGUE_LINEAR, JIT_EPILOGUE_LINEAR_ADD,
                                        JIT_EPILOGUE_LINEAR_SWIGLU};
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))

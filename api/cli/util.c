@@ -220,8 +220,10 @@ int jit__cli_out_dtype(const char *verb, const char *text, jit_dtype_t *out) {
 }
 
 int jit__cli_scales(const char *verb, const char *text, jit_scale_mode_t *out) {
-    static const jit_scale_mode_t ok[] = {JIT_SCALE_ROW, JIT_SCALE_UE8M0_32, JIT_SCALE_UE4M3_16,
-                                          JIT_SCALE_UE5M3_16, JIT_SCALE_UE5M3_32};
+    static const jit_scale_mode_t ok[] = {JIT_SCALE_ROW,      JIT_SCALE_UE8M0_32,
+                                          JIT_SCALE_UE4M3_16, JIT_SCALE_UE5M3_16,
+                                          JIT_SCALE_UE5M3_32, JIT_SCALE_BLOCK_1X128_128X128};
+    enum { N_OK = sizeof(ok) / sizeof(ok[0]) };
     if (!text)
         return 0;
     jit_scale_mode_t s = JIT_SCALE_NONE;
@@ -229,11 +231,11 @@ int jit__cli_scales(const char *verb, const char *text, jit_scale_mode_t *out) {
         *out = s;
         return 0;
     }
-    const char *names[5];
+    const char *names[N_OK];
     char list[160];
-    for (size_t i = 0; i < 5; i++)
+    for (size_t i = 0; i < N_OK; i++)
         names[i] = jit_scale_mode_name(ok[i]);
-    word_list(names, 5, list, sizeof(list));
+    word_list(names, N_OK, list, sizeof(list));
     return jit__cli_usage(verb, "--scales: unknown scale mode '%s' (expected %s)", text, list);
 }
 

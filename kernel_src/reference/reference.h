@@ -63,4 +63,19 @@ void jit__ref_blockscaled(const jit__gemm_spec_t *spec, int64_t m, const uint8_t
                           const uint16_t *residual, int64_t ldr, float alpha, double *out,
                           double *mag);
 
+/* FP8 E4M3 x E4M3 with 128x128 block scales (scale mode "128x128", kernel_src/reference/
+ * fp8_block128.c): out[m][j] for j < Nout, before rounding. a: [M][lda] bytes, b: [N][ldb]
+ * bytes; sfa: FP32, element (m, kb) at sfa[m * sfa_stride_m + kb * sfa_stride_k]; sfb: FP32
+ * [ceil(N/128)][ceil(K/128)] row-major; residual: BF16 bits [M][ldr] (linear_add only). `mag`
+ * (if not NULL) as for the row-scaled reference. A spec that is not E4M3 x E4M3 with 128x128
+ * scales gives NaN everywhere. */
+void jit__ref_fp8_block128(const jit__gemm_spec_t *spec, int64_t m, const uint8_t *a, int64_t lda,
+                           const uint8_t *b, int64_t ldb, const float *sfa, int64_t sfa_stride_m,
+                           int64_t sfa_stride_k, const float *sfb, const uint16_t *residual,
+                           int64_t ldr, float alpha, double *out, double *mag);
+
+/* jit__ref_fp8_block128 in the form a family's `reference` takes (jit/family.h). */
+void jit__ref_fp8_block128_of(const jit__gemm_spec_t *spec, const struct jit__ref_inputs *in,
+                              double *out, double *mag);
+
 #endif

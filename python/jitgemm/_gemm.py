@@ -95,22 +95,63 @@ def context(device=None):
     return ctx
 
 
+_SCALE_WORDS = ("row", "128x128")
+
+
+def _block_sfa(torch, s, m, kb):
+    """Check scale_a of the 128x128 mode, float32 [M, ceil(K/128)], and return its layout and
+    leading dimension: k-major when a row's scales are contiguous (stride(1) == 1), m-major
+    when a column's are (stride(0) == 1: DeepGEMM's and torch's layout). Where one dimension is
+    1 its stride is free, and either reading gives the same addresses."""
+    _tensor(torch, s, "scale_a")
+    _dtype(s, "scale_a", (torch.float32,))
+    if s.dim() != 2 or tuple(s.shape) != (m, kb):
+        raise ValueError("scale_a must have shape [M, ceil(K/128)] = (%d, %d), got %s"
+                         % (m, kb, tuple(s.shape)))
+    st0, st1 = s.stride()
+    if kb == 1 or st1 == 1:
+        ld = st0 if m > 1 else kb
+        if ld < kb:
+            raise ValueError("scale_a: row stride %d is smaller than a row (%d scales)" % (ld, kb))
+        return _lib.SFA_K_MAJOR, ld
+    if m == 1 or st0 == 1:
+        if st1 < m:
+            raise ValueError("scale_a: m-major column stride %d is smaller than M = %d" % (st1, m))
+        return _lib.SFA_M_MAJOR, st1
+    raise ValueError("scale_a must be k-major (stride(1) == 1) or m-major (stride(0) == 1), got "
+                     "strides %s" % (tuple(s.stride()),))
+
+
+def _block_sfb(torch, s, n, kb):
+    _tensor(torch, s, "scale_b")
+    _dtype(s, "scale_b", (torch.float32,))
+    nb = (n + 127) // 128
+    if s.dim() != 2 or tuple(s.shape) != (nb, kb):
+        raise ValueError("scale_b must have shape [ceil(N/128), ceil(K/128)] = (%d, %d), got %s"
+                         % (nb, kb, tuple(s.shape)))
+    if not s.is_contiguous():
+        raise ValueError("scale_b must be contiguous (row-major)")
+
+
 class Checked:
     """What `check` found: the output's shape, dtype and device, and the call's sizes."""
 
-    __slots__ = ("shape", "dtype", "device", "m", "n", "k", "lda", "ldb", "ldr", "ldd")
+    __slots__ = ("shape", "dtype", "device", "m", "n", "k", "lda", "ldb", "ldr", "ldd",
+                 "scale_mode", "sfa_layout", "ld_sfa")
 
 
 def check(torch, inputs, out):
     """Check gemm's arguments without touching their data: types, dtypes, shapes and strides,
     then that every tensor is on one device (which need not be CUDA: fake and meta tensors
     pass, and `launch` refuses the rest). `inputs` is (a, b, scale_a, scale_b, epilogue,
-    residual); `out` may be None."""
-    a, b, scale_a, scale_b, epilogue, residual = inputs
+    residual, scales); `out` may be None."""
+    a, b, scale_a, scale_b, epilogue, residual, scales = inputs
     for x, name in ((a, "a"), (b, "b"), (scale_a, "scale_a"), (scale_b, "scale_b")):
         _tensor(torch, x, name)
     if not isinstance(epilogue, str) or epilogue not in _EPILOGUES:
         raise ValueError("epilogue must be one of %s, got %r" % (", ".join(_EPILOGUES), epilogue))
+    if not isinstance(scales, str) or scales not in _SCALE_WORDS:
+        raise ValueError("scales must be one of %s, got %r" % (", ".join(_SCALE_WORDS), scales))
     fp8 = _operand_dtypes(torch)
     _dtype(a, "a", tuple(fp8))
     _dtype(b, "b", tuple(fp8))
@@ -130,8 +171,15 @@ def check(torch, inputs, out):
     nout = n // 2 if epilogue == "linear_swiglu" else n
     c.lda = _rows(a, "a", "[M, K]", c.m, c.k)
     c.ldb = _rows(b, "b", "[N, K]", n, c.k)
-    _scales(torch, scale_a, "scale_a", c.m, "row of a (token)")
-    _scales(torch, scale_b, "scale_b", n, "row of b (output channel)")
+    c.scale_mode, c.sfa_layout, c.ld_sfa = _lib.SCALE_ROW, _lib.SFA_K_MAJOR, 0
+    if scales == "row":
+        _scales(torch, scale_a, "scale_a", c.m, "row of a (token)")
+        _scales(torch, scale_b, "scale_b", n, "row of b (output channel)")
+    else:
+        kb = (c.k + 127) // 128
+        c.scale_mode = _lib.SCALE_BLOCK_1X128_128X128
+        c.sfa_layout, c.ld_sfa = _block_sfa(torch, scale_a, c.m, kb)
+        _block_sfb(torch, scale_b, n, kb)
     c.ldr = 0
     if epilogue == "linear_add":
         if residual is None:
@@ -160,7 +208,7 @@ def check(torch, inputs, out):
 def launch(torch, c, inputs, out):
     """One jit_gemm into `out` on the current stream of the tensors' CUDA device, for
     arguments `check` accepted. M = 0 launches nothing."""
-    a, b, scale_a, scale_b, epilogue, residual = inputs
+    a, b, scale_a, scale_b, epilogue, residual, _ = inputs
     if c.device.type != "cuda":
         raise ValueError("a must be on a CUDA device, got %s" % c.device)
     if c.m == 0:
@@ -171,7 +219,9 @@ def launch(torch, c, inputs, out):
     p.m, p.n, p.k = c.m, c.n, c.k
     p.a_dtype = p.b_dtype = _lib.DTYPE_E4M3
     p.out_dtype = _lib.DTYPE_BF16
-    p.scale_mode = _lib.SCALE_ROW
+    p.scale_mode = c.scale_mode
+    if c.scale_mode != _lib.SCALE_ROW:
+        p.sfa_layout, p.ld_sfa = c.sfa_layout, c.ld_sfa
     p.epilogue = _EPILOGUES[epilogue]
     p.lda, p.ldb, p.ldd, p.ld_residual = c.lda, c.ldb, c.ldd, c.ldr
     o = _lib.operands_init(lib)
@@ -188,16 +238,22 @@ def launch(torch, c, inputs, out):
 _torch_ops.declare(
     "gemm",
     "Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, str epilogue=\"linear\", "
-    "Tensor? residual=None",
+    "Tensor? residual=None, str scales=\"row\"",
     check, launch)
 
 
-def gemm(a, b, scale_a, scale_b, out=None, epilogue="linear", residual=None):
-    """D = epilogue((a @ b.T) * scale_a[:, None] * scale_b[None, :]) in one jitgemm kernel.
+def gemm(a, b, scale_a, scale_b, out=None, epilogue="linear", residual=None, scales="row"):
+    """D = epilogue((a @ b.T) * scale_a[:, None] * scale_b[None, :]) in one jitgemm kernel,
+    or with scales="128x128" the block-scaled product (DeepSeek-V3's format):
+    D[m, n] = epilogue(sum_kb scale_a[m, kb] * scale_b[n // 128, kb] * (a @ b.T over the 128 K
+    of block kb)).
 
     a [M, K] and b [N, K]: torch.float8_e4m3fn on one CUDA device, rows
         contiguous (a row stride is allowed; in bytes it must be a multiple of 16)
-    scale_a [M], scale_b [N]: float32 (shapes (M, 1) and (1, N) are accepted too)
+    scales="row": scale_a [M], scale_b [N]: float32 (shapes (M, 1) and (1, N) are accepted too)
+    scales="128x128": scale_a [M, ceil(K/128)] float32, k-major (row-major) or m-major
+        (stride(0) == 1, a padded stride(1) allowed, as DeepGEMM and torch lay it out);
+        scale_b [ceil(N/128), ceil(K/128)] float32, contiguous
     out [M, Nout]: bfloat16; allocated when None. Nout = N, or N / 2 for linear_swiglu
     epilogue: "linear", "linear_add" (adds residual [M, N] bfloat16) or "linear_swiglu"
         (b rows are gate/up pairs: out[m, j] = silu(acc[m, 2j]) * acc[m, 2j+1])
@@ -208,4 +264,4 @@ def gemm(a, b, scale_a, scale_b, out=None, epilogue="linear", residual=None):
     directly, without PyTorch's dispatcher.
     """
     torch = _torch()
-    return _torch_ops.call(torch, "gemm", (a, b, scale_a, scale_b, epilogue, residual), out)
+    return _torch_ops.call(torch, "gemm", (a, b, scale_a, scale_b, epilogue, residual, scales), out)

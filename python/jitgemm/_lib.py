@@ -30,6 +30,8 @@ STATUS_CACHE_ERROR = -12
 
 DTYPE_E4M3, DTYPE_E5M2, DTYPE_E2M1, DTYPE_BF16, DTYPE_F32 = 1, 2, 3, 4, 5
 SCALE_ROW = 1
+SCALE_BLOCK_1X128_128X128 = 6  # "128x128"
+SFA_K_MAJOR, SFA_M_MAJOR = 0, 1
 EPILOGUE_LINEAR, EPILOGUE_LINEAR_ADD, EPILOGUE_LINEAR_SWIGLU = 1, 2, 3
 
 INSPECT_STAGES = {"key": 1, "plan": 2, "source": 3, "ptx": 4, "entry": 5}
@@ -53,6 +55,9 @@ class Problem(ctypes.Structure):
         ("ldd", ctypes.c_int64),
         ("ld_residual", ctypes.c_int64),
         ("alpha", ctypes.c_float),
+        ("sfa_layout", ctypes.c_int),
+        ("ld_sfa", ctypes.c_int64),
+        ("scale_type", ctypes.c_int),
     ]
 
 

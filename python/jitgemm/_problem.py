@@ -14,7 +14,7 @@ from . import _errors, _lib
 _OPS = (_lib.EPILOGUE_LINEAR, _lib.EPILOGUE_LINEAR_ADD, _lib.EPILOGUE_LINEAR_SWIGLU)
 _OPERAND_DTYPES = (_lib.DTYPE_E4M3, _lib.DTYPE_E5M2, _lib.DTYPE_E2M1)
 _OUT_DTYPES = (_lib.DTYPE_BF16, _lib.DTYPE_F32)
-_SCALE_MODES = (1, 2, 3, 4, 5)
+_SCALE_MODES = (1, 2, 3, 4, 5, _lib.SCALE_BLOCK_1X128_128X128)
 
 _FIELDS = {
     # field: (parser, namer, allowed values)

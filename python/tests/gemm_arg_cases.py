@@ -16,6 +16,13 @@ def _args(torch, **changes):
     return a
 
 
+def _k256(torch):
+    """Operands with K = 256, two 128-K groups, and 128x128 scale_b for them."""
+    f8 = torch.float8_e4m3fn
+    return dict(a=torch.ones(M, 256).to(f8), b=torch.ones(N, 256).to(f8),
+                scale_b=torch.ones((N + 127) // 128, 2))
+
+
 def cases(torch):
     """(id, gemm's keyword arguments, the exception, words its message must hold)."""
     f8 = torch.float8_e4m3fn
@@ -57,6 +64,27 @@ def cases(torch):
         ("a-transposed", dict(a=torch.ones(K, M).to(f8).t()), ValueError,
          ["a must have contiguous rows"]),
         ("cpu", dict(), ValueError, ["a must be on a CUDA device, got cpu"]),
+        ("scales-word", dict(scales="256x256"), ValueError, ["scales must be one of row, 128x128"]),
+        ("block-sfa-1d", dict(scales="128x128"), ValueError,
+         ["scale_a must have shape [M, ceil(K/128)] = (17, 1), got (17,)"]),
+        ("block-sfb-per-channel", dict(scales="128x128", scale_a=torch.ones(M, 1)), ValueError,
+         ["scale_b must have shape [ceil(N/128), ceil(K/128)] = (1, 1), got (64,)"]),
+        ("block-sfa-strided", dict(_k256(torch), scales="128x128",
+                                   scale_a=torch.ones(M, 4)[:, ::2]), ValueError,
+         ["scale_a must be k-major (stride(1) == 1) or m-major (stride(0) == 1)"]),
+        ("block-sfb-strided", dict(_k256(torch), scales="128x128", scale_a=torch.ones(M, 2),
+                                   b=torch.ones(256, 256).to(f8),
+                                   scale_b=torch.ones(2, 4)[:, ::2]), ValueError,
+         ["scale_b must be contiguous"]),
+        # Accepted up to the device check, both layouts of SFA:
+        ("block-k-major-cpu", dict(_k256(torch), scales="128x128", scale_a=torch.ones(M, 2)),
+         ValueError, ["a must be on a CUDA device, got cpu"]),
+        ("block-m-major-cpu", dict(_k256(torch), scales="128x128",
+                                   scale_a=torch.ones(2, M).t()), ValueError,
+         ["a must be on a CUDA device, got cpu"]),
+        ("block-m-major-padded-cpu", dict(_k256(torch), scales="128x128",
+                                          scale_a=torch.ones(2, M + 3)[:, :M].t()), ValueError,
+         ["a must be on a CUDA device, got cpu"]),
     ]
     return [(name, _args(torch, **changes), exc, words) for name, changes, exc, words in mk]
 

@@ -223,6 +223,41 @@ def case_errors_on_gpu():
         raise AssertionError("a misaligned a was accepted")
 
 
+def case_block_scaled(m_major, m, seed=7):
+    """scales="128x128": SFA [M, K/128] k-major or m-major (a transposed [K/128, M] tensor, as
+    torch and DeepGEMM store it), SFB [N/128, K/128], N and K not multiples of 128 (partial last
+    blocks), against an FP64 reference from the same bytes and scales."""
+    import torch
+
+    n, k = N + 40, K + 16
+    kb, nb = (k + 127) // 128, (n + 127) // 128
+    gen = _gen(seed)
+    a, b = random_e4m3(m, k, gen), random_e4m3(n, k, gen)
+    # Each group's scale 2^-3..2^3 around a normalisation: a scale in the wrong place shows.
+    norm = 4.0 / (float(a.float().pow(2).mean().sqrt() * b.float().pow(2).mean().sqrt()) * k**0.5)
+    sfa_t = torch.exp2(torch.randint(-3, 4, (kb, m), device="cuda", generator=gen).float()) * norm
+    sfa = sfa_t.t() if m_major else sfa_t.t().contiguous()
+    sfb = torch.exp2(torch.randint(-3, 4, (nb, kb), device="cuda", generator=gen).float())
+    out = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
+    out.view(torch.int16).fill_(-1)
+    jitgemm.gemm(a, b, sfa, sfb, out=out, scales="128x128")
+    torch.cuda.synchronize()
+    ad, bd = a.float().double(), b.float().double()
+    ref = torch.zeros(m, n, dtype=torch.float64, device="cuda")
+    mag = torch.zeros_like(ref)
+    for g in range(kb):
+        blk = slice(128 * g, min(128 * (g + 1), k))
+        sc = sfa[:, g].double()[:, None] * sfb[:, g].double().repeat_interleave(128)[None, :n]
+        ref += (ad[:, blk] @ bd[:, blk].T) * sc
+        mag += (ad[:, blk].abs() @ bd[:, blk].abs().T) * sc.abs()
+    unwritten = int((out.view(torch.int16) == -1).sum())
+    assert unwritten == 0, "128x128 m=%d: %d outputs still hold the poison" % (m, unwritten)
+    tol = ref.abs() * 2.0**-8 + mag * 2.0**-12 + 2.0**-100
+    ratio = float(((out.double() - ref).abs() / tol).max())
+    assert ratio <= 1.0, "128x128 m=%d: worst error is %.3g x the bound" % (m, ratio)
+    return ratio
+
+
 def all_cases():
     """(name, function, args) of every case."""
     cases = [("epilogue_%s_m%d" % (op, m), case_epilogue_ragged, (op, m))
@@ -230,6 +265,8 @@ def all_cases():
     cases += [("allocates_out", case_allocates_out, ()), ("row_strides", case_row_strides, ())]
     cases += [("scaled_mm_m%d" % m, case_against_scaled_mm, (m,)) for m in RAGGED_M]
     cases += [("cuda_graph", case_cuda_graph, ()), ("misaligned", case_errors_on_gpu, ())]
+    cases += [("block_scaled_%s_m%d" % ("m_major" if mm else "k_major", m), case_block_scaled,
+               (mm, m)) for mm in (False, True) for m in RAGGED_M]
     # The argument checks too, for a host where only this runner (no pytest) runs.
     cases += [("argument_checks", gemm_arg_cases.check_all, ())]
     return cases

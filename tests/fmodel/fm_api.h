@@ -66,6 +66,13 @@ void mbar_arrive(uint32_t bar, const char *file, int line);
 void mbar_expect_arrive(uint32_t bar, uint32_t bytes, const char *file, int line);
 void st_async_v2(uint32_t addr, uint32_t x, uint32_t y, uint32_t bar, const char *file, int line);
 
+/* sm_90a: bar.sync `id` over `threads` threads of the CTA, and one thread's share of a
+ * wgmma.mma_async m64nNk32 with 8-bit operands in shared memory (K-major, 128-byte swizzle;
+ * formats as dec_elem: 0 E4M3, 1 E5M2): acc[N/2] (+)= this thread's fragment of A x B^T. */
+void named_barrier(uint32_t id, uint32_t threads, const char *file, int line);
+void wgmma_fp8(int n, float *acc, uint64_t adesc, uint64_t bdesc, uint32_t scale_d, int a_fmt,
+               int b_fmt, const char *file, int line);
+
 /* cluster */
 uint32_t cluster_reg(int which); /* 0 ctarank, 1 ctaid.x, 2 ctaid.y, 3 nctaid.x, 4 nctaid.y */
 uint32_t mapa(uint32_t addr, uint32_t rank, const char *file, int line);

@@ -5,6 +5,11 @@
  */
 #include FM_KERNEL_SOURCE
 
+/* The kernel's parameter block type: the tcgen05 one unless the build names another. */
+#ifndef FM_PARAMS_TYPE
+#define FM_PARAMS_TYPE jitgemm_tc_params
+#endif
+
 extern "C" void fm_kernel_entry(const void *p) {
-    FM_KERNEL_NAME(*(const jitgemm_tc_params *)p);
+    FM_KERNEL_NAME(*(const FM_PARAMS_TYPE *)p);
 }

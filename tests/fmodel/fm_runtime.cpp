@@ -106,6 +106,13 @@ struct Mbar {
     std::vector<int> waiters;
 };
 
+/* A CTA's named barrier (bar.sync id, threads): counted per generation. */
+struct NamedBar {
+    uint32_t arrived = 0, gen = 0, threads = 0;
+    VC cur, done;
+    std::vector<int> waiters;
+};
+
 struct Cta {
     int index = 0, cluster = 0, rank = 0;
     unsigned bx = 0, by = 0, bz = 0;
@@ -116,6 +123,7 @@ struct Cta {
     bool relinquished = false, exited = false;
     int live = 0;
     std::vector<Cell> sshadow, tshadow;
+    NamedBar nbar[16];
 };
 
 struct Cluster {
@@ -1293,6 +1301,119 @@ void cluster_wait(const char *file, int line) {
     while (cl.gen < f.cl_arrivals)
         block_on(cl.waiters, "cluster barrier", file, line);
     acquire(W(), cl.done);
+}
+
+/* ---- sm_90a: named barriers and wgmma -------------------------------------------------------- */
+
+void named_barrier(uint32_t id, uint32_t threads, const char *file, int line) {
+    maybe_yield(file, line);
+    if (id >= 16 || threads == 0 || threads % 32 || threads > M->L.threads)
+        fatal(file, line, "bar.sync %u, %u: id 0..15 and a thread count that is a multiple of 32 "
+                          "up to the CTA's %u",
+              id, threads, M->L.threads);
+    NamedBar &b = C().nbar[id];
+    if (b.cur.c.empty()) {
+        b.cur.c.assign((size_t)M->nagents, 0);
+        b.done.c.assign((size_t)M->nagents, 0);
+    }
+    if (b.arrived == 0)
+        b.threads = threads;
+    else if (b.threads != threads)
+        fatal(file, line, "bar.sync %u with %u threads while others wait on it with %u", id,
+              threads, b.threads);
+    b.cur.join(release_generic(W()));
+    const uint32_t gen = b.gen;
+    if (++b.arrived == threads) {
+        b.arrived = 0;
+        b.gen++;
+        M->progress++;
+        b.done.join(b.cur);
+        wake(b.waiters);
+    } else {
+        while (b.gen == gen)
+            block_on(b.waiters, "named barrier", file, line);
+    }
+    acquire(W(), b.done);
+}
+
+/* One K-major operand of a wgmma from shared memory: the byte of row r (of 8-row atoms SBO
+ * apart, 128-byte rows) and K byte k, through the 128-byte swizzle the TMA wrote it with. */
+struct WgDesc {
+    uint32_t start, sbo;
+};
+
+WgDesc wg_desc(uint64_t desc, const char *what, const char *file, int line) {
+    WgDesc d;
+    d.start = (uint32_t)(desc & 0x3FFF) << 4;
+    d.sbo = (uint32_t)((desc >> 32) & 0x3FFF) << 4;
+    const unsigned swz = (unsigned)(desc >> 62), base = (unsigned)((desc >> 49) & 7);
+    if (swz != 1 || base != 0 || d.sbo != 1024)
+        fatal(file, line,
+              "wgmma %s descriptor 0x%016llx: the model reads K-major operands with 128-byte "
+              "swizzle, base offset 0 and 1024-byte atoms only (swizzle %u, base %u, SBO %u)",
+              what, (unsigned long long)desc, swz, base, d.sbo);
+    return d;
+}
+
+uint32_t wg_offset(const WgDesc &d, uint32_t r, uint32_t k) {
+    return swizzle(d.start + (r / 8) * d.sbo + (r % 8) * 128 + k, 128);
+}
+
+void wgmma_fp8(int n, float *acc, uint64_t adesc, uint64_t bdesc, uint32_t scale_d, int a_fmt,
+               int b_fmt, const char *file, int line) {
+    maybe_yield(file, line);
+    if (n < 8 || n > 256 || n % 8)
+        fatal(file, line, "wgmma m64n%dk32: N is a multiple of 8 from 8 to 256", n);
+    const WgDesc da = wg_desc(adesc, "A", file, line), db = wg_desc(bdesc, "B", file, line);
+    Fiber &f = F();
+    Cta &cta = C();
+    /* The operands lie in this CTA's window: the descriptor holds no CTA rank. */
+    const uint32_t lo = RESERVED, hi = (uint32_t)cta.smem.size();
+    for (uint32_t r = 0; r < 64; r += 8)
+        for (uint32_t k = 0; k < 32; k += 16)
+            if (wg_offset(da, r, k) < lo || wg_offset(da, r + 7, k) + 16 > hi)
+                fatal(file, line, "wgmma A operand outside the dynamic window");
+    for (uint32_t r = 0; r < (uint32_t)n; r += 8)
+        if (wg_offset(db, r, 0) < lo || wg_offset(db, r + 7, 16) + 16 > hi)
+            fatal(file, line, "wgmma B operand outside the dynamic window");
+    /* The accumulator fragment of thread t of the warpgroup (PTX ISA, the wgmma D layout for
+     * .m64nNk*: warp w = (t / 32) % 4, lane 4g + q): register i holds row 16w + g + 8 * ((i % 4)
+     * / 2) and column 8 * (i / 4) + 2q + i % 2. */
+    const int tid = f.tid % 128, w = tid / 32, g = (tid % 32) / 4, q = tid % 4;
+    static double tab[2][256];
+    static bool tab_ready = false;
+    if (!tab_ready) {
+        for (int c = 0; c < 256; c++) {
+            tab[0][c] = dec_elem(0, (unsigned)c);
+            tab[1][c] = dec_elem(1, (unsigned)c);
+        }
+        tab_ready = true;
+    }
+    if (a_fmt < 0 || a_fmt > 1 || b_fmt < 0 || b_fmt > 1)
+        fatal(file, line, "wgmma operand formats %d, %d: E4M3 (0) or E5M2 (1)", a_fmt, b_fmt);
+    double arow[2][32];
+    for (int h = 0; h < 2; h++)
+        for (uint32_t k = 0; k < 32; k++)
+            arow[h][k] = tab[a_fmt][cta.smem[wg_offset(da, (uint32_t)(16 * w + g + 8 * h), k)]];
+    for (int i = 0; i < n / 2; i++) {
+        const int h = (i % 4) / 2;
+        const uint32_t col = (uint32_t)(8 * (i / 4) + 2 * q + i % 2);
+        float sum = 0.0f;
+        for (uint32_t k = 0; k < 32; k++)
+            sum += (float)(arow[h][k] * tab[b_fmt][cta.smem[wg_offset(db, col, k)]]);
+        acc[i] = (scale_d ? acc[i] : 0.0f) + sum;
+    }
+    /* The reads, once per warp: ordered after the TMA writes (full barrier) and before the
+     * stage's next writes (empty barrier), or the model reports a hazard. */
+    if (f.lane == 0) {
+        Warp &wp = W();
+        for (uint32_t r = 0; r < 64; r++)
+            for (uint32_t k = 0; k < 32; k += 16)
+                smem_access(cta, wg_offset(da, r, k), 16, wp.gen, wp.gvc, false, file, line);
+        for (uint32_t r = 0; r < (uint32_t)n; r++)
+            for (uint32_t k = 0; k < 32; k += 16)
+                smem_access(cta, wg_offset(db, r, k), 16, wp.gen, wp.gvc, false, file, line);
+    }
 }
 
 /* ---- warp collectives ------------------------------------------------------------------------ */

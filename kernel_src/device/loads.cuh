@@ -1,0 +1,26 @@
+/*
+ * Global loads whose place in the instruction stream matters: issued where they are written
+ * and consumed later, so that their latency hides behind other work. Each is `asm volatile`:
+ * the compiler keeps it in order with the other volatile asm around it (an mbarrier wait, a
+ * wgmma) instead of sinking it next to its first use, where the warp would wait out the load.
+ * No "memory" clobber: they read data no thread writes during the kernel.
+ */
+#ifndef JITGEMM_DEVICE_LOADS_CUH
+#define JITGEMM_DEVICE_LOADS_CUH
+
+#include "device/common.cuh"
+
+/* One float through the read-only path (ld.global.nc) where `pred` holds, else 0.0f; a
+ * predicated load, so the result register is not read (and the warp does not wait) until it is
+ * used. `p` need not be a valid address when `pred` is false. */
+static __device__ __forceinline__ float ld_nc_f32_if(bool pred, const float *p) {
+    float v;
+    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\t"
+                 "mov.f32 %0, 0f00000000;\n\t"
+                 "@q ld.global.nc.f32 %0, [%1];\n\t}"
+                 : "=f"(v)
+                 : "l"(p), "r"((u32)pred));
+    return v;
+}
+
+#endif /* JITGEMM_DEVICE_LOADS_CUH */

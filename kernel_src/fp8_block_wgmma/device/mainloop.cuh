@@ -1,0 +1,169 @@
+/*
+ * The tile kernel's main loop, per consumer warpgroup and tile:
+ *
+ *   acc[r][c] = sum_kb SFA[r][kb] * SFB[c / 128][kb] * (sum_{k in block kb} A[r][k] * B[c][k])
+ *
+ * Each 128-K block (one stage, one scale group) goes into fresh partial accumulators with four
+ * wgmma m64n(BN/2)k32 per column half, each half committed as its own batch; once a half's
+ * batch is done its partials are added into the FP32 accumulators multiplied by the block's
+ * scale of their row and column, while the other half's wgmmas still run. FP8 wgmma keeps
+ * about 14 bits of its running sum, so a block's partial must leave the tensor core after its
+ * 128 K anyway (docs/kernels-fp8-wgmma.md, "Accumulation"); the scales ride on that add, an
+ * FFMA instead of an FADD.
+ *
+ * Accumulator layout (wgmma m64nN, f32): warp q of the warpgroup, lane 4g + t, holds rows
+ * 16q + g (registers 4j, 4j+1) and 16q + g + 8 (registers 4j+2, 4j+3) at columns 8j + 2t and
+ * 8j + 2t + 1. So a thread needs per block two SFA values (its two rows) and the SFB of the
+ * N block of each column group j: the tile's first N block, or for j >= jsplit the next one
+ * (a tile of BN not dividing 128 can start inside an N block and end in the next; 8j + 2t and
+ * 8j + 2t + 1 always lie in one N block, since N blocks start on multiples of 8).
+ *
+ * The scales come from global memory straight into registers, one block ahead: the loads for
+ * block kb + 1 are issued at the top of block kb, before its full-barrier wait and its
+ * wgmmas, and first used after block kb's promotion, a whole block (256 to 768 tensor-core
+ * cycles for BN 64 to 192) later. Four loads per thread and block (SFA of two rows, SFB of two
+ * N blocks), read-only path; SFA rows of one warp are 8 consecutive floats in the m-major
+ * layout (one sector) and one cached line per row over 32 blocks in the k-major one, and SFB is
+ * one address per warp. So the tensor pipe waits on no scale load, in either layout, and the
+ * producer's ring carries only A and B.
+ */
+#ifndef JITGEMM_BSW_MAINLOOP_CUH
+#define JITGEMM_BSW_MAINLOOP_CUH
+
+#include "device/loads.cuh"
+#include "device/sm90.cuh"
+#include "fp8_block_wgmma/device/params.cuh"
+
+template <class T> struct BswMainloop {
+    typedef float Acc[T::ACC];
+    typedef float Part[T::ACC / T::PARTS];
+
+    /* Which scales this thread reads for a tile. */
+    struct ScaleRows {
+        i64 r0;     /* its first accumulator row in A (the second is r0 + 8) */
+        int nb0;    /* the tile's first N block */
+        int jsplit; /* column groups j >= jsplit lie in N block nb0 + 1 */
+    };
+
+    /* One k-block's scales: SFA of the two rows, SFB of the two N blocks. */
+    struct Scales {
+        float a0, a1, b0, b1;
+    };
+
+    /* `row0`: the warpgroup's first MMA row; `n0`: the tile's first B row. */
+    static __device__ __forceinline__ ScaleRows scale_rows(i64 row0, int n0, int warp, int g) {
+        ScaleRows s;
+        s.r0 = row0 + warp * 16 + g;
+        s.nb0 = n0 >> 7;
+        s.jsplit = ((s.nb0 + 1) * 128 - n0) >> 3;
+        return s;
+    }
+
+    /* The scales of k-block kb where `valid`; 0 for a row past M, for the second N block where
+     * it lies past N (its columns hold zeros and are never stored), and for every one when not
+     * `valid` (no such block). Predicated loads, so nothing waits for them here. */
+    static __device__ __forceinline__ Scales load_scales(const BswParams &p, const ScaleRows &s,
+                                                         int kb, bool valid) {
+        Scales v;
+        const float *a = p.sfa + s.r0 * p.sfa_stride_m + (i64)kb * p.sfa_stride_k;
+        v.a0 = ld_nc_f32_if(valid && s.r0 < p.m, a);
+        v.a1 = ld_nc_f32_if(valid && s.r0 + 8 < p.m, a + 8 * p.sfa_stride_m);
+        const float *b = p.sfb + (i64)s.nb0 * T::K_BLOCKS + kb;
+        v.b0 = ld_nc_f32_if(valid, b);
+        v.b1 = T::SPANS ? ld_nc_f32_if(valid && (s.nb0 + 1) * 128 < T::N, b + T::K_BLOCKS) : 0.0f;
+        return v;
+    }
+
+    /* Column half h of the accumulators: registers [h * ACC/2, (h + 1) * ACC/2) hold columns
+     * [h * BN/2, (h + 1) * BN/2), so an m64n(BN/2) wgmma on that part computes exactly those. */
+    static __device__ __forceinline__ Part &part_of(Acc &r, int h) {
+        return *reinterpret_cast<Part *>(&r[h * (T::ACC / T::PARTS)]);
+    }
+
+    /* One 128-K block into column half h of the partials, committed as its own batch: the
+     * half's B rows start h * BN/2 rows (whole 1024-byte swizzle atoms) into the stage's B
+     * tile; each k32 step is one descriptor add on (K-major, 128B swizzle: the next 32 K bytes
+     * of a row start 32 bytes on). scale_d = 0 on the first step starts a fresh sum. */
+    static __device__ __forceinline__ void mma_part(Acc &part, u64 da, u64 db, int h) {
+#pragma unroll
+        for (int kk = 0; kk < T::BK / 32; kk++)
+            WgmmaFp8<T::BN / T::PARTS>::mma(
+                part_of(part, h), wgmma_desc_advance(da, kk * 32),
+                wgmma_desc_advance(db, h * (T::BN / T::PARTS) * T::BK + kk * 32),
+                kk == 0 ? 0u : 1u);
+        wgmma_commit();
+    }
+
+    /* acc half h += partial half h x its scales, once that half's batch has completed.
+     * sc[i][b]: SFA of row i times SFB of N block b. */
+    static __device__ __forceinline__ void promote_part(Acc &acc, Acc &part, int h,
+                                                        const float (&sc)[2][2], int jsplit) {
+        reg_fence_all(part_of(part, h));
+#pragma unroll
+        for (int jj = 0; jj < T::J / T::PARTS; jj++) {
+            const int j = h * (T::J / T::PARTS) + jj;
+            const bool hi = T::SPANS && j >= jsplit;
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const float c = hi ? sc[i][1] : sc[i][0];
+                acc[4 * j + 2 * i] += part[4 * j + 2 * i] * c;
+                acc[4 * j + 2 * i + 1] += part[4 * j + 2 * i + 1] * c;
+            }
+        }
+    }
+
+    /* Hand slot `stage` back to the producers: one arrival per consumer warp on the empty
+     * barrier of every CTA of the cluster, since each of them wrote part of the slot. */
+    static __device__ __forceinline__ void release(u32 empty_bar, int stage, int lane) {
+        if (lane == 0) {
+            if (T::CLUSTER == 1) {
+                mbar_arrive(empty_bar + stage * 8);
+            } else {
+#pragma unroll
+                for (int r = 0; r < T::CLUSTER; r++)
+                    mbar_arrive_cluster(empty_bar + stage * 8, (u32)r);
+            }
+        }
+    }
+
+    /* acc = this warpgroup's 64 rows x BN columns of the tile, over all of K. `cur` holds the
+     * scales of block 0 on entry (the caller loads them before the last tile's epilogue); the
+     * loop leaves it zeroed. Nothing stays in flight past a block: ptxas serialises wgmma
+     * pipelines that a rolled loop leaves open (docs/kernels-fp8-wgmma.md). */
+    static __device__ __forceinline__ void run(const BswParams &p, Acc &acc, Acc &part,
+                                               const ScaleRows &rows, Scales &cur, u32 smem,
+                                               u32 full_bar, u32 empty_bar, int cwg, int lane,
+                                               int &stage, u32 &phase) {
+        /* Descriptors of stage 0, built once; a stage is a descriptor add away. */
+        const u64 da0 = wgmma_desc_sw128(smem + cwg * T::WG_ROWS * T::BK);
+        const u64 db0 = wgmma_desc_sw128(smem + T::STAGES * T::A_BYTES);
+#pragma unroll
+        for (int i = 0; i < T::ACC; i++)
+            acc[i] = 0.0f;
+        for (int kb = 0; kb < T::K_BLOCKS; kb++) {
+            const Scales nxt = load_scales(p, rows, kb + 1, kb + 1 < T::K_BLOCKS);
+            mbar_wait(full_bar + stage * 8, phase);
+            const u64 da = wgmma_desc_advance(da0, stage * T::A_BYTES);
+            const u64 db = wgmma_desc_advance(db0, stage * T::B_BYTES);
+            reg_fence_all(part);
+            wgmma_fence();
+#pragma unroll
+            for (int h = 0; h < T::PARTS; h++)
+                mma_part(part, da, db, h);
+            const float sc[2][2] = {{cur.a0 * cur.b0, cur.a0 * cur.b1},
+                                    {cur.a1 * cur.b0, cur.a1 * cur.b1}};
+            wgmma_wait<1>();
+            promote_part(acc, part, 0, sc, rows.jsplit);
+            wgmma_wait<0>();
+            release(empty_bar, stage, lane);
+            promote_part(acc, part, 1, sc, rows.jsplit);
+            cur = nxt;
+            if (++stage == T::STAGES) {
+                stage = 0;
+                phase ^= 1;
+            }
+        }
+    }
+};
+
+#endif /* JITGEMM_BSW_MAINLOOP_CUH */
