@@ -90,7 +90,7 @@ def test_operators_and_schemas():
     gemm = torch.ops.jitgemm.gemm.default
     gemm_out = torch.ops.jitgemm.gemm_out.default
     inputs = ('Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, str epilogue="linear", '
-              'Tensor? residual=None')
+              'Tensor? residual=None, str scales="row"')
     assert str(gemm._schema) == "jitgemm::gemm(%s) -> Tensor" % inputs
     assert str(gemm_out._schema) == "jitgemm::gemm_out(%s, *, Tensor(a!) out) -> ()" % inputs
     # Only out is written; the functional operator writes none of its arguments.
