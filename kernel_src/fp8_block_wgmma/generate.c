@@ -129,7 +129,9 @@ static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t
     jit__sb_append(sb, " */\n\n");
 }
 
-/* The parameter block's offsets, as abi.h has them, asserted in the generated source. */
+/* The parameter block's offsets, as abi.h has them, asserted in the generated source.
+ * __INTADDR__ is the front end's constant offset: NVRTC 13.0 has no __builtin_offsetof and the
+ * source includes no <cstddef>. */
 static void emit_abi_asserts(jit__sb_t *sb) {
     static const struct {
         const char *field;
@@ -145,7 +147,7 @@ static void emit_abi_asserts(jit__sb_t *sb) {
         {"alpha", offsetof(jit__bsw_params_t, alpha)},
     };
     for (size_t i = 0; i < sizeof(k_fields) / sizeof(k_fields[0]); i++)
-        jit__sb_printf(sb, "static_assert(__builtin_offsetof(BswParams, %s) == %zu, \"abi.h\");\n",
+        jit__sb_printf(sb, "static_assert(__INTADDR__(&((BswParams *)0)->%s) == %zu, \"abi.h\");\n",
                        k_fields[i].field, k_fields[i].offset);
     jit__sb_printf(sb, "static_assert(sizeof(BswParams) == %zu, \"abi.h\");\n",
                    sizeof(jit__bsw_params_t));

@@ -31,14 +31,14 @@ struct Plan {
 typedef BswTileKernel<Plan> Kernel;
 static_assert(Kernel::SMEM_BYTES == 199776, "the plan's shared memory");
 static_assert(Kernel::THREADS == 384, "the plan's threads");
-static_assert(__builtin_offsetof(BswParams, tmap_b) == 128, "abi.h");
-static_assert(__builtin_offsetof(BswParams, sfa) == 256, "abi.h");
-static_assert(__builtin_offsetof(BswParams, sfb) == 264, "abi.h");
-static_assert(__builtin_offsetof(BswParams, workspace) == 288, "abi.h");
-static_assert(__builtin_offsetof(BswParams, m) == 304, "abi.h");
-static_assert(__builtin_offsetof(BswParams, sfa_stride_m) == 328, "abi.h");
-static_assert(__builtin_offsetof(BswParams, sfa_stride_k) == 336, "abi.h");
-static_assert(__builtin_offsetof(BswParams, alpha) == 344, "abi.h");
+static_assert(__INTADDR__(&((BswParams *)0)->tmap_b) == 128, "abi.h");
+static_assert(__INTADDR__(&((BswParams *)0)->sfa) == 256, "abi.h");
+static_assert(__INTADDR__(&((BswParams *)0)->sfb) == 264, "abi.h");
+static_assert(__INTADDR__(&((BswParams *)0)->workspace) == 288, "abi.h");
+static_assert(__INTADDR__(&((BswParams *)0)->m) == 304, "abi.h");
+static_assert(__INTADDR__(&((BswParams *)0)->sfa_stride_m) == 328, "abi.h");
+static_assert(__INTADDR__(&((BswParams *)0)->sfa_stride_k) == 336, "abi.h");
+static_assert(__INTADDR__(&((BswParams *)0)->alpha) == 344, "abi.h");
 static_assert(sizeof(BswParams) == 384, "abi.h");
 
 extern "C" __global__ void __launch_bounds__(Kernel::THREADS, 1)
