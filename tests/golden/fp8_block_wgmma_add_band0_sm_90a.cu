@@ -4,7 +4,7 @@
  * Family fp8_block_wgmma: TMA (128B swizzle) -> mbarrier ring -> wgmma m64nNk32 -> scaled FP32
  * promotion every 128 K -> epilogue.
  *
- * key:    jitgemm key=5 family=fp8_block_wgmma device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_90a target=sm_90a fallback=0 band=0 n=7168 k=16384 a=e4m3 b=e4m3 out=bf16 scales=128x128 epilogue=linear_add tile=16x128x128 stages=6 threads=384 cluster=1x1 fallback_cluster=0x0 scale_type=f32 route=decode regs=40/232 ksub=2 split=2 code=1a26e9bf66ef394abcd00fb3dec6bf37
+ * key:    jitgemm key=5 family=fp8_block_wgmma device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_90a target=sm_90a fallback=0 band=0 n=7168 k=16384 a=e4m3 b=e4m3 out=bf16 scales=128x128 epilogue=linear_add tile=16x128x128 stages=6 threads=384 cluster=1x1 fallback_cluster=0x0 scale_type=f32 route=decode regs=40/232 ksub=2 split=2 code=ed284a02d0ae05e7b651a91f48750e84
  * hash:   kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
  * target: sm_90a
  *

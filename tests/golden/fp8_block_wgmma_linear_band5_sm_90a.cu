@@ -4,7 +4,7 @@
  * Family fp8_block_wgmma: TMA (128B swizzle) -> mbarrier ring -> wgmma m64nNk32 -> scaled FP32
  * promotion every 128 K -> epilogue.
  *
- * key:    jitgemm key=5 family=fp8_block_wgmma device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_90a target=sm_90a fallback=0 band=5 n=7168 k=16384 a=e4m3 b=e4m3 out=bf16 scales=128x128 epilogue=linear tile=128x128x128 stages=5 threads=384 cluster=1x1 fallback_cluster=0x0 scale_type=f32 route=tiles regs=40/232 group_m=8 store_warps=1 code=1384c23c4da40e9862d78e07fdb849de
+ * key:    jitgemm key=5 family=fp8_block_wgmma device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_90a target=sm_90a fallback=0 band=5 n=7168 k=16384 a=e4m3 b=e4m3 out=bf16 scales=128x128 epilogue=linear tile=128x128x128 stages=5 threads=384 cluster=1x1 fallback_cluster=0x0 scale_type=f32 route=tiles regs=40/232 group_m=8 store_warps=1 code=87433ad73803ba76ceb644f842e9069b
  * hash:   kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
  * target: sm_90a
  *
