@@ -1,14 +1,15 @@
 """jitgemm: run-time compiled FP8 GEMM kernels for NVIDIA GPUs, from Python.
 
 A thin ctypes layer over the shared library libjitgemm.so (api/jitgemm.h); no compiler is
-needed to install it. `gemm` takes PyTorch tensors; `prewarm` and `inspect` need neither a GPU
-nor PyTorch. Where the library is looked for: docs/python.md (or jitgemm._lib's docstring).
+needed to install it. `gemm` and `quantize_fp8_1x128` take PyTorch tensors; `prewarm` and
+`inspect` need neither a GPU nor PyTorch. Where the library is looked for: docs/python.md (or jitgemm._lib's docstring).
 """
 
 from ._compile import cache_dir_of, inspect, prewarm
 from ._errors import JitError, status_name, status_names, status_string
 from ._gemm import context, gemm
 from ._lib import LibraryNotFound
+from ._quantize import quantize_fp8_1x128
 
 __version__ = "0.1.0"
 
@@ -22,6 +23,7 @@ __all__ = [
     "library_path",
     "library_version",
     "prewarm",
+    "quantize_fp8_1x128",
     "status_name",
     "status_names",
     "status_string",
