@@ -70,6 +70,9 @@ static jit_status_t validate(const jit_problem_t *p, const jit_operands_t *o, st
         return jit__fail(d, JIT_INVALID_ARGUMENT,
                          "operands.struct_size is %u: call jit_operands_init first",
                          o->struct_size);
+    if (p->epilogue == JIT_EPILOGUE_QUANTIZE_FP8_1X128)
+        return jit__fail(d, JIT_INVALID_ARGUMENT,
+                         "quantize_fp8_1x128 is not a GEMM: call jit_quantize_fp8_1x128");
     if (p->m <= 0 || p->n <= 0 || p->k <= 0)
         return jit__fail(d, JIT_INVALID_SHAPE, "m=%lld, n=%lld and k=%lld must be positive",
                          (long long)p->m, (long long)p->n, (long long)p->k);

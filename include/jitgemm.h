@@ -123,6 +123,9 @@ typedef enum jit_epilogue {
     /* B holds N rows as gate/up pairs: row 2j is gate_j, row 2j+1 is up_j. The output has N/2
      * columns: D[m, j] = silu(acc[m, 2j]) * acc[m, 2j+1], each acc already scaled. */
     JIT_EPILOGUE_LINEAR_SWIGLU = 3,
+    /* Not a GEMM: the activation quantizer (jit_quantize_fp8_1x128 below), "quantize_fp8_1x128".
+     * A problem with this op names the quantizer's kernel for jit_inspect and jit_prewarm too. */
+    JIT_EPILOGUE_QUANTIZE_FP8_1X128 = 4,
 } jit_epilogue_t;
 
 /* D[M, Nout] = epilogue(alpha * sum_k A[m, k] * B[n, k] * scales). A is [M, K] and B is [N, K],
@@ -250,6 +253,35 @@ JIT_EXTERN jit_status_t jit_context_stats(const jit_context_t *ctx, jit_stats_t 
  * for a key compiles (or loads from the disk cache); later calls only launch. */
 JIT_EXTERN jit_status_t jit_gemm(jit_context_t *ctx, const jit_problem_t *problem,
                                  const jit_operands_t *operands, void *stream);
+
+/* ---- the activation quantizer ----------------------------------------------------------- */
+
+/* Where jit_quantize_fp8_1x128 reads and writes (device pointers), and how it rounds scales. */
+typedef struct jit_quantize_operands {
+    uint32_t struct_size; /* set by jit_quantize_operands_init */
+    const void *x;        /* BF16 X [M, K], row stride problem.lda (16-byte aligned) */
+    void *q;              /* E4M3 Q [M, K], row stride problem.ldd (16-byte aligned) */
+    float *scales;        /* SFA, as problem.sfa_layout and ld_sfa say (4-byte aligned) */
+    /* 0: scale = amax / 448. 1: that rounded up to a power of two, at least 2^-126 (UE8M0
+     * values in FP32, as DeepSeek-V3.1-style checkpoints store them). */
+    int pow2_scales;
+} jit_quantize_operands_t;
+
+JIT_EXTERN void jit_quantize_operands_init(jit_quantize_operands_t *o);
+JIT_EXTERN void jit_quantize_operands_init_sized(jit_quantize_operands_t *o, size_t size);
+#define jit_quantize_operands_init(o) jit_quantize_operands_init_sized((o), sizeof(*(o)))
+
+/* Quantize a BF16 activation X [M, K] to the A operand of JIT_SCALE_BLOCK_1X128_128X128: for
+ * each row and each 128 consecutive K (a partial last group has its own scale),
+ * scale = amax|x| / 448 (1 for a group of zeros) and Q = E4M3(x / scale), rounded to nearest
+ * even and saturated to +-448 (docs/kernels-quantize.md). problem.epilogue must be
+ * JIT_EPILOGUE_QUANTIZE_FP8_1X128; it reads m, k (a multiple of 16), lda (X's row stride, 0:
+ * K, a multiple of 8), ldd (Q's, 0: K, a multiple of 16), sfa_layout and ld_sfa (as the GEMM
+ * reads them: 0 packed; m-major needs ld_sfa >= M) and scale_type (default or f32); the op fixes
+ * the formats, so n, the dtypes and scale_mode are not read. Runs on `stream` like jit_gemm. */
+JIT_EXTERN jit_status_t jit_quantize_fp8_1x128(jit_context_t *ctx, const jit_problem_t *problem,
+                                               const jit_quantize_operands_t *operands,
+                                               void *stream);
 
 /* ---- prewarm ----------------------------------------------------------------------------- */
 

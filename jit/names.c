@@ -49,6 +49,7 @@ static const word_t k_scale_types[] = {{"default", JIT_SCALE_TYPE_DEFAULT},
 static const word_t k_epilogues[] = {{"linear", JIT_EPILOGUE_LINEAR},
                                      {"linear_add", JIT_EPILOGUE_LINEAR_ADD},
                                      {"linear_swiglu", JIT_EPILOGUE_LINEAR_SWIGLU},
+                                     {"quantize_fp8_1x128", JIT_EPILOGUE_QUANTIZE_FP8_1X128},
                                      {NULL, 0}};
 
 static const char *name_of(const word_t *table, int value) {

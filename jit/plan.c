@@ -68,6 +68,18 @@ jit_status_t jit__spec_from_problem(const jit_problem_t *p, jit__gemm_spec_t *ou
         return jit__fail(d, JIT_INVALID_ARGUMENT,
                          "problem.struct_size is %u, expected %zu: call jit_problem_init first",
                          p->struct_size, sizeof(jit_problem_t));
+    if (p->epilogue == JIT_EPILOGUE_QUANTIZE_FP8_1X128) {
+        /* The op fixes the quantizer's formats (api/jitgemm.h): BF16 in, E4M3 and the 128x128
+         * mode's FP32 SFA out, no B (n 0), so every problem of one K names one kernel. */
+        out->k = p->k;
+        out->a = JIT_DTYPE_BF16;
+        out->b = JIT_DTYPE_NONE;
+        out->out = JIT_DTYPE_E4M3;
+        out->scales = JIT_SCALE_BLOCK_1X128_128X128;
+        out->epilogue = p->epilogue;
+        out->scale_type = jit__scale_type_resolved(out->scales, p->scale_type);
+        return JIT_OK;
+    }
     out->n = p->n;
     out->k = p->k;
     out->a = p->a_dtype;
@@ -81,7 +93,11 @@ jit_status_t jit__spec_from_problem(const jit_problem_t *p, jit__gemm_spec_t *ou
 
 jit_status_t jit__spec_check(const jit__gemm_spec_t *spec, int token_band, int sm_count,
                              jit__diag_t *d) {
-    if (spec->n <= 0 || spec->k <= 0)
+    /* The quantizer has no B: its n is 0 (jit__spec_from_problem). */
+    const int no_b = spec->epilogue == JIT_EPILOGUE_QUANTIZE_FP8_1X128 && spec->n == 0;
+    if (no_b && spec->k <= 0)
+        return jit__fail(d, JIT_INVALID_SHAPE, "k=%lld must be positive", (long long)spec->k);
+    if ((spec->n <= 0 && !no_b) || spec->k <= 0)
         return jit__fail(d, JIT_INVALID_SHAPE, "n=%lld and k=%lld must be positive",
                          (long long)spec->n, (long long)spec->k);
     if (spec->n > INT32_MAX || spec->k > INT32_MAX)
@@ -91,7 +107,7 @@ jit_status_t jit__spec_check(const jit__gemm_spec_t *spec, int token_band, int s
         return jit__fail(d, JIT_INVALID_ARGUMENT, "token band %d out of range", token_band);
     if (sm_count <= 0)
         return jit__fail(d, JIT_INVALID_ARGUMENT, "sm_count %d must be positive", sm_count);
-    if (spec->epilogue < JIT_EPILOGUE_LINEAR || spec->epilogue > JIT_EPILOGUE_LINEAR_SWIGLU)
+    if (spec->epilogue < JIT_EPILOGUE_LINEAR || spec->epilogue > JIT_EPILOGUE_QUANTIZE_FP8_1X128)
         return jit__fail(d, JIT_UNSUPPORTED, "unknown epilogue %d", (int)spec->epilogue);
     /* Only 128x128 lets the caller name the scales' element type; the other modes' words name
      * it already. */

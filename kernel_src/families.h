@@ -11,5 +11,6 @@ extern const jit__family_t jit__family_fp8_wgmma;    /* kernel_src/fp8_wgmma/ */
 extern const jit__family_t jit__family_fp8_block_wgmma; /* kernel_src/fp8_block_wgmma/ */
 extern const jit__family_t jit__family_fp8_mma_sync; /* kernel_src/fp8_mma_sync/ */
 extern const jit__family_t jit__family_tcgen05;      /* kernel_src/tcgen05/ */
+extern const jit__family_t jit__family_quant_fp8_1x128; /* kernel_src/quant_fp8_1x128/ */
 
 #endif

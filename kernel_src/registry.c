@@ -14,6 +14,7 @@
 /* The built-in families, most specialised first: a family later in the table only sees the
  * problems the earlier ones declined. */
 static const jit__family_t *const k_builtin[] = {
+    &jit__family_quant_fp8_1x128, /* takes only its own op, which no GEMM family computes */
     &jit__family_fp8_wgmma,
     &jit__family_fp8_block_wgmma,
     &jit__family_fp8_mma_sync,

@@ -205,7 +205,8 @@ Test(cli, inspect_usage_errors) {
         {{"inspect", "--op", "linear", "--n", "99999999999999999999", "--k", "64", "--tokens", "1"},
          "--n: expected"},
         {{"inspect", "--op", "bogus", "--n", "64", "--k", "64", "--tokens", "1"},
-         "--op: unknown op 'bogus' (expected linear, linear_add or linear_swiglu)"},
+         "--op: unknown op 'bogus' (expected linear, linear_add, linear_swiglu or "
+         "quantize_fp8_1x128)"},
         {{"inspect", P, "--a", "bf16"}, "--a: unknown dtype 'bf16' (expected e4m3, e5m2 or e2m1)"},
         {{"inspect", P, "--b", "int8"}, "--b: unknown dtype 'int8'"},
         {{"inspect", P, "--scales", "ue8m0/16"}, "--scales: unknown scale mode 'ue8m0/16'"},

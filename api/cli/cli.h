@@ -128,6 +128,9 @@ int jit__cli_cache(int argc, char **argv);
 int jit__cli_cache_archive(const char *action, const char *file, const char *cache_dir,
                            const char *arch, int shared, int json);
 int jit__cli_run(int argc, char **argv);
+/* `run --op quantize_fp8_1x128` (cmd_run_quantize.c), once the command line is parsed. */
+int jit__cli_run_quantize(const jit_problem_t *p, const char *cache_dir, const char *arch,
+                          int sm_count, uint64_t seed, int iters, int json);
 
 /* `cache stats` on an open cache (cmd_cache_stats.c); 0 or JIT_CLI_FAILED. */
 struct jit__cache;

@@ -41,6 +41,9 @@ const char jit__cli_run_help[] =
     "The check covers E4M3 x E4M3 with BF16 output and row scales or 128x128 block scales\n"
     "(FP32, one per 1x128 group of A and per 128x128 block of B), the formats with an sm_90a\n"
     "kernel; for large problems it checks a spread of rows, always the first and last.\n"
+    "--op quantize_fp8_1x128 --k K --tokens T runs the activation quantizer instead: BF16 input\n"
+    "of mixed magnitudes, Q and m-major scales (ld_sfa = M rounded up to 4) compared bit for\n"
+    "bit with the host reference, guard bytes after both, the time as GB/s of X, Q and scales.\n"
     "\n"
     "Options:\n"
     "  --op OP --n N --k K --tokens T   the problem, as for 'jitgemm inspect'\n"
@@ -414,6 +417,8 @@ int jit__cli_run(int argc, char **argv) {
         seed = fresh_seed();
     if (seed == 0) /* xorshift stays at zero forever */
         seed = 0x2545F4914F6CDD1Dull;
+    if (p.epilogue == JIT_EPILOGUE_QUANTIZE_FP8_1X128)
+        return jit__cli_run_quantize(&p, cache_dir, arch, (int)sm_count, seed, (int)iters, json);
 
     const jit__driver_t *drv = NULL;
     jit__diag_t d;

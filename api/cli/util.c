@@ -172,21 +172,23 @@ static void word_list(const char *const *words, size_t n, char *out, size_t outs
 
 int jit__cli_op(const char *verb, const char *text, jit_epilogue_t *out) {
     static const jit_epilogue_t ok[] = {JIT_EPILOGUE_LINEAR, JIT_EPILOGUE_LINEAR_ADD,
-                                        JIT_EPILOGUE_LINEAR_SWIGLU};
+                                        JIT_EPILOGUE_LINEAR_SWIGLU,
+                                        JIT_EPILOGUE_QUANTIZE_FP8_1X128};
+    enum { N_OPS = sizeof(ok) / sizeof(ok[0]) };
     if (!text)
         return 0;
     jit_epilogue_t e = JIT_EPILOGUE_NONE;
     if (jit_epilogue_parse(text, &e) == JIT_OK)
-        for (size_t i = 0; i < 3; i++)
+        for (size_t i = 0; i < N_OPS; i++)
             if (ok[i] == e) {
                 *out = e;
                 return 0;
             }
-    const char *names[3];
+    const char *names[N_OPS];
     char list[128];
-    for (size_t i = 0; i < 3; i++)
+    for (size_t i = 0; i < N_OPS; i++)
         names[i] = jit_epilogue_name(ok[i]);
-    word_list(names, 3, list, sizeof(list));
+    word_list(names, N_OPS, list, sizeof(list));
     return jit__cli_usage(verb, "--op: unknown op '%s' (expected %s)", text, list);
 }
 
@@ -276,16 +278,41 @@ int jit__cli_context_mode(const char *cache_dir, const char *arch, int sm_count,
     return 0;
 }
 
+/* The quantizer's problem: the op fixes every format and there is no B, so only --k and
+ * --tokens describe it; a GEMM option given with it is a mistake worth naming. */
+static int quantize_problem(const char *verb, const jit__cli_problem_args_t *args,
+                            jit_problem_t *p) {
+    static const char *const gemm_only[] = {"n", "a", "b", "scales", "out-dtype"};
+    const char *given[] = {args->n, args->a, args->b, args->scales, args->out_dtype};
+    for (size_t i = 0; i < 5; i++)
+        if (given[i])
+            return jit__cli_usage(verb,
+                                  "--%s describes a GEMM; --op quantize_fp8_1x128 takes --k and "
+                                  "--tokens only (BF16 in, E4M3 and FP32 1x128 scales out)",
+                                  gemm_only[i]);
+    int rc;
+    if ((rc = jit__cli_int(verb, "k", args->k, 1, INT64_MAX, &p->k)) ||
+        (rc = jit__cli_int(verb, "tokens", args->tokens, 1, INT64_MAX, &p->m)))
+        return rc;
+    return 0;
+}
+
 int jit__cli_problem(const char *verb, const jit__cli_problem_args_t *args, jit_problem_t *p) {
-    static const char *const required[] = {"op", "n", "k", "tokens"};
-    const char *given[] = {args->op, args->n, args->k, args->tokens};
-    for (size_t i = 0; i < 4; i++)
-        if (!given[i])
-            return jit__cli_usage(verb, "missing required option --%s", required[i]);
     jit_problem_init(p);
     int rc;
-    if ((rc = jit__cli_op(verb, args->op, &p->epilogue)) ||
-        (rc = jit__cli_int(verb, "n", args->n, 1, INT64_MAX, &p->n)) ||
+    if (!args->op)
+        return jit__cli_usage(verb, "missing required option --op");
+    if ((rc = jit__cli_op(verb, args->op, &p->epilogue)))
+        return rc;
+    const int quantize = p->epilogue == JIT_EPILOGUE_QUANTIZE_FP8_1X128;
+    static const char *const required[] = {"n", "k", "tokens"};
+    const char *given[] = {args->n, args->k, args->tokens};
+    for (size_t i = quantize ? 1 : 0; i < 3; i++)
+        if (!given[i])
+            return jit__cli_usage(verb, "missing required option --%s", required[i]);
+    if (quantize)
+        return quantize_problem(verb, args, p);
+    if ((rc = jit__cli_int(verb, "n", args->n, 1, INT64_MAX, &p->n)) ||
         (rc = jit__cli_int(verb, "k", args->k, 1, INT64_MAX, &p->k)) ||
         (rc = jit__cli_int(verb, "tokens", args->tokens, 1, INT64_MAX, &p->m)) ||
         (rc = jit__cli_operand_dtype(verb, "a", args->a, &p->a_dtype)) ||

@@ -78,4 +78,15 @@ void jit__ref_fp8_block128(const jit__gemm_spec_t *spec, int64_t m, const uint8_
 void jit__ref_fp8_block128_of(const jit__gemm_spec_t *spec, const struct jit__ref_inputs *in,
                               double *out, double *mag);
 
+/* The activation quantizer (kernel_src/quant_fp8_1x128/), bit for bit: BF16 x [M][ldx] to
+ * E4M3 q [M][ldq] (only the first K of each row written) and one FP32 scale per row and 128 K at
+ * sfa[m * sfa_stride_m + kb * sfa_stride_k] (nothing else written). kernel_src/reference/
+ * quant_fp8_1x128.c gives the recipe; docs/kernels-quantize.md why. */
+void jit__ref_quant_fp8_1x128(int64_t m, int64_t k, const uint16_t *x, int64_t ldx, int pow2_scales,
+                              uint8_t *q, int64_t ldq, float *sfa, int64_t sfa_stride_m,
+                              int64_t sfa_stride_k);
+
+/* The scale of one group from its amax (>= +0, not NaN), as the quantizer computes it. */
+float jit__ref_quant_scale(float amax, int pow2_scales);
+
 #endif

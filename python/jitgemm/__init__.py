@@ -1,7 +1,7 @@
 """jitgemm: run-time compiled FP8 GEMM kernels for NVIDIA GPUs, from Python.
 
 A thin ctypes layer over the shared library libjitgemm.so (include/jitgemm.h); no compiler is
-needed to install it. `gemm` takes PyTorch tensors; `prewarm` and `inspect` need neither a GPU
+needed to install it. `gemm` and `quantize_fp8_1x128` take PyTorch tensors; `prewarm` and `inspect` need neither a GPU
 nor PyTorch. Where the library is looked for: docs/python.md (or jitgemm._lib's docstring).
 
 When PyTorch is installed, importing this package imports it and registers `gemm` as the
@@ -12,6 +12,7 @@ from ._compile import cache_dir_of, inspect, prewarm
 from ._errors import JitError, status_name, status_names, status_string
 from ._gemm import context, gemm
 from ._lib import LibraryNotFound
+from ._quantize import quantize_fp8_1x128
 from . import _torch_ops
 
 # After every module that declares an operator: torch.compile must find them registered
@@ -30,6 +31,7 @@ __all__ = [
     "library_path",
     "library_version",
     "prewarm",
+    "quantize_fp8_1x128",
     "status_name",
     "status_names",
     "status_string",

@@ -33,6 +33,7 @@ SCALE_ROW = 1
 SCALE_BLOCK_1X128_128X128 = 6  # "128x128"
 SFA_K_MAJOR, SFA_M_MAJOR = 0, 1
 EPILOGUE_LINEAR, EPILOGUE_LINEAR_ADD, EPILOGUE_LINEAR_SWIGLU = 1, 2, 3
+EPILOGUE_QUANTIZE_FP8_1X128 = 4  # the activation quantizer's op, not a GEMM epilogue
 
 INSPECT_STAGES = {"key": 1, "plan": 2, "source": 3, "ptx": 4, "entry": 5}
 PREWARM_RESULTS = {0: "compiled", 1: "cached", 2: "failed"}
@@ -70,6 +71,16 @@ class Operands(ctypes.Structure):
         ("scale_b", ctypes.c_void_p),
         ("residual", ctypes.c_void_p),
         ("d", ctypes.c_void_p),
+    ]
+
+
+class QuantizeOperands(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("x", ctypes.c_void_p),
+        ("q", ctypes.c_void_p),
+        ("scales", ctypes.c_void_p),
+        ("pow2_scales", ctypes.c_int),
     ]
 
 
@@ -180,6 +191,11 @@ def _declare(lib):
         "jit_context_arch": (c_char_p, [c_void_p]),
         "jit_context_sm_count": (c_int, [c_void_p]),
         "jit_gemm": (c_int, [c_void_p, ctypes.POINTER(Problem), ctypes.POINTER(Operands), c_void_p]),
+        "jit_quantize_operands_init": (None, [c_void_p]),
+        "jit_quantize_fp8_1x128": (
+            c_int,
+            [c_void_p, ctypes.POINTER(Problem), ctypes.POINTER(QuantizeOperands), c_void_p],
+        ),
         "jit_prewarm": (
             c_int,
             [c_void_p, ctypes.POINTER(Problem), ctypes.c_size_t, c_int, PROGRESS_FN, c_void_p],
@@ -255,6 +271,10 @@ def problem_init(lib):
 
 def operands_init(lib):
     return _init_struct(lib.jit_operands_init, Operands)
+
+
+def quantize_operands_init(lib):
+    return _init_struct(lib.jit_quantize_operands_init, QuantizeOperands)
 
 
 def context_options_init(lib):

@@ -10,6 +10,7 @@ interval), the bound bench/torch_anchor.py uses.
 
 import gemm_arg_cases
 import jitgemm
+import quantize_gpu_cases
 
 OPS = ("linear", "linear_add", "linear_swiglu")
 RAGGED_M = (1, 17, 300)
@@ -269,4 +270,5 @@ def all_cases():
                (mm, m)) for mm in (False, True) for m in RAGGED_M]
     # The argument checks too, for a host where only this runner (no pytest) runs.
     cases += [("argument_checks", gemm_arg_cases.check_all, ())]
+    cases += quantize_gpu_cases.cases()
     return cases
