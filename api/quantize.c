@@ -9,6 +9,8 @@
 
 #include "context.h"
 #include "driver.h"
+#include "kernel_table.h"
+#include "pipeline.h"
 #include "quant_fp8_1x128/quant.h"
 
 #undef jit_quantize_operands_init
