@@ -14,7 +14,7 @@
 #include "families.h"
 #include "family.h"
 #include "fp8_wgmma/abi.h"
-#include "fp8_wgmma/wgmma.h"
+#include "fp8_wgmma/fp8_wgmma.h"
 #include "key.h"
 #include "plan.h"
 #include "ptx_check.h"

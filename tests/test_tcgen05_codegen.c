@@ -27,8 +27,8 @@
 #include "device_files.h"
 #include "family.h"
 #include "ptx_check.h"
-#include "tcgen05/tc_launch.h"
-#include "tcgen05/tcgen05_gen.h"
+#include "tcgen05/generate.h"
+#include "tcgen05/launch.h"
 #include "toolchain.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
@@ -854,12 +854,13 @@ Test(codegen_tc, mixed_cluster_launch) {
     memset(&params, 0, sizeof(params));
     params.token_slots = dims.token_slots - 1;
     g_launches = 0;
-    cr_assert_eq(jit__tc_launch(&drv, NULL, &plan, &dims, &params, NULL, &d), JIT_INVALID_ARGUMENT,
-                 "too few token slots must be refused");
+    cr_assert_eq(jit__tc_launch_kernel(&drv, NULL, &plan, &dims, &params, NULL, &d),
+                 JIT_INVALID_ARGUMENT, "too few token slots must be refused");
     cr_assert_eq(g_launches, 0);
     params.token_slots = dims.token_slots;
     jit__diag_init(&d);
-    cr_assert_eq(jit__tc_launch(&drv, NULL, &plan, &dims, &params, NULL, &d), JIT_OK, "%s", d.msg);
+    cr_assert_eq(jit__tc_launch_kernel(&drv, NULL, &plan, &dims, &params, NULL, &d), JIT_OK, "%s",
+                 d.msg);
     cr_assert_eq(g_launches, 1);
     cr_assert_eq(g_cfg.numAttrs, 2);
     cr_assert_eq(g_attrs[0].id, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "abi.h"
-#include "wgmma.h"
+#include "fp8_wgmma.h"
 
 #define BK 128
 #define SMEM_LIMIT 232448u

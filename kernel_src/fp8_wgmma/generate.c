@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fp8_wgmma.h"
 #include "strbuf.h"
-#include "wgmma.h"
 
 static jit_status_t check_plan(const jit__plan_t *plan, jit__diag_t *d) {
     const jit__wgmma_plan_t *wp = jit__wgmma_cof(plan);

@@ -1,13 +1,15 @@
 /*
  * Host side of the tcgen05 kernel: tensor-map geometry and encoding, the scheduler workspace,
- * grid sizing from occupancy and the mixed-cluster launch. See tc_launch.h.
+ * grid sizing from occupancy and the mixed-cluster launch. See launch.h.
  *
  * Never run against a Blackwell or Rubin device (none was available): the tests drive these
  * functions with a recording driver table and check every argument against the TMA and launch
  * rules of cuda.h.
  */
-#include "tc_launch.h"
+#include "launch.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Workspace header: work counter, registration counter, exit counter, padding. */
@@ -71,7 +73,8 @@ static CUtensorMapSwizzle swizzle_of(jit__tc_swizzle_t s) {
 
 static jit_status_t operand_geom(const jit__plan_t *plan, jit__tc_map_t which, int fallback,
                                  const jit__tc_shape_t *sh, jit__tc_tma_geom_t *g, jit__diag_t *d) {
-    const jit__tc_operand_t *op = which == JIT_TC_MAP_A ? &jit__tc_of(plan)->a : &jit__tc_of(plan)->b;
+    const jit__tc_operand_t *op =
+        which == JIT_TC_MAP_A ? &jit__tc_of(plan)->a : &jit__tc_of(plan)->b;
     const char *name = which == JIT_TC_MAP_A ? "A" : "B";
     int64_t rows = which == JIT_TC_MAP_A ? sh->m : sh->n;
     int64_t ld = which == JIT_TC_MAP_A ? sh->lda : sh->ldb;
@@ -367,9 +370,10 @@ void jit__tc_launch_config(const jit__plan_t *plan, const jit__tc_launch_dims_t 
     }
 }
 
-jit_status_t jit__tc_launch(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
-                            const jit__tc_launch_dims_t *dims, const jit__tc_params_t *params,
-                            CUstream stream, jit__diag_t *d) {
+jit_status_t jit__tc_launch_kernel(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
+                                   const jit__tc_launch_dims_t *dims,
+                                   const jit__tc_params_t *params, CUstream stream,
+                                   jit__diag_t *d) {
     if (params->token_slots < dims->token_slots)
         return jit__fail(d, JIT_INVALID_ARGUMENT,
                          "the workspace has %u token slots; this grid can form %u fallback "
@@ -383,4 +387,80 @@ jit_status_t jit__tc_launch(const jit__driver_t *drv, CUfunction fn, const jit__
     if (r != CUDA_SUCCESS)
         return jit__cuda_fail(drv, r, "cuLaunchKernelEx (tcgen05 kernel)", d);
     return JIT_OK;
+}
+
+/* ---- the family's launch state and hooks ------------------------------------------------ */
+
+/* The occupancy-sized launch shape and the scheduler's device workspace, made once per loaded
+ * kernel. One workspace serves every launch of the kernel, so launches are ordered on the GPU:
+ * each waits for the previous one's event, whatever its stream, under `lock`. */
+typedef struct tc_state {
+    jit__tc_launch_dims_t dims;
+    CUdeviceptr workspace;
+    CUevent done;
+    pthread_mutex_t lock;
+    int lock_made;
+} tc_state_t;
+
+void jit__tc_release(const jit__driver_t *drv, void *state) {
+    tc_state_t *s = state;
+    if (s->done)
+        drv->cuEventDestroy(s->done);
+    if (s->workspace)
+        drv->cuMemFree(s->workspace);
+    if (s->lock_made)
+        pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+jit_status_t jit__tc_prepare(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
+                             void **state, jit__diag_t *d) {
+    tc_state_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return jit__fail(d, JIT_OUT_OF_MEMORY, "tcgen05 launch state");
+    jit_status_t st = jit__tc_launch_dims_query(drv, fn, plan, NULL, &s->dims, d);
+    if (st != JIT_OK) {
+        jit__tc_release(drv, s);
+        return st;
+    }
+    size_t bytes = jit__tc_workspace_bytes(s->dims.token_slots);
+    CUresult r = drv->cuMemAlloc(&s->workspace, bytes);
+    if (r == CUDA_SUCCESS)
+        r = drv->cuMemsetD8(s->workspace, 0, bytes);
+    if (r == CUDA_SUCCESS)
+        r = drv->cuEventCreate(&s->done, CU_EVENT_DISABLE_TIMING);
+    if (r != CUDA_SUCCESS) {
+        st = jit__cuda_fail(drv, r, "allocating the tcgen05 scheduler workspace", d);
+        jit__tc_release(drv, s);
+        return st;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    s->lock_made = 1;
+    *state = s;
+    return JIT_OK;
+}
+
+jit_status_t jit__tc_launch(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
+                            void *state, const jit__launch_args_t *a, jit__diag_t *d) {
+    tc_state_t *s = state;
+    const jit_problem_t *p = a->problem;
+    /* The tensor maps hold the operands' addresses, so they are encoded for every call. */
+    jit__tc_shape_t shape = {p->m, p->n, p->k, a->lda, a->ldb, a->ldd};
+    jit__tc_params_t params;
+    jit_status_t st =
+        jit__tc_params_build(drv, plan, &shape, a->operands, p->alpha, a->ldr,
+                             (void *)(uintptr_t)s->workspace, s->dims.token_slots, &params, d);
+    if (st != JIT_OK)
+        return st;
+    pthread_mutex_lock(&s->lock);
+    CUresult r = drv->cuStreamWaitEvent(a->stream, s->done, 0);
+    if (r == CUDA_SUCCESS) {
+        st = jit__tc_launch_kernel(drv, fn, plan, &s->dims, &params, a->stream, d);
+        if (st == JIT_OK)
+            r = drv->cuEventRecord(s->done, a->stream);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (r != CUDA_SUCCESS)
+        return jit__cuda_fail(drv, r, "ordering tcgen05 launches", d);
+    return st;
 }

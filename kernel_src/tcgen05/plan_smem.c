@@ -11,7 +11,7 @@
  * window instead let an operand ending in the last KiB below 256 KiB wrap to address 0
  * (issue 10, finding 1). The kernel re-checks the real address at start (kernel.cuh).
  */
-#include "plan_tc.h"
+#include "tcgen05.h"
 
 static uint32_t align_up(uint32_t v, uint32_t a) {
     return a ? (v + a - 1) / a * a : v;

@@ -2,8 +2,8 @@
  * The tcgen05 planner: from a block-scaled spec, a token band, an SM count and an arch profile
  * to everything the generator needs (kind, instruction shape, descriptors, SMEM and TMEM maps,
  * clusters, grid). This file holds the formats, the tile and cluster choices and the planner
- * itself; the SMEM layout is plan_tc_smem.c, the TMEM layout plan_tc_tmem.c, the JSON form
- * plan_tc_json.c. Pure; the rules and their sources are docs/hardware-facts.md F7-F15.
+ * itself; the SMEM layout is plan_smem.c, the TMEM layout plan_tmem.c, the JSON form
+ * plan_json.c. Pure; the rules and their sources are docs/hardware-facts.md F7-F15.
  *
  * Decisions worth knowing:
  * - FP4 x FP4 always uses kind::mxf4nvf4 (".block16" or ".block32"), MXFP4 included. That is
@@ -23,7 +23,7 @@
  * - TMEM: accumulator stages first, then SFA, then SFB. Disjoint stages when they fit, else
  *   (512-column arches only) the overlapping layout with reverse traversal and early release.
  */
-#include "plan_tc.h"
+#include "tcgen05.h"
 
 #include <stdio.h>
 #include <string.h>
