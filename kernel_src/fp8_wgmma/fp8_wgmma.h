@@ -2,8 +2,8 @@
  * The FP8 wgmma family (sm_90a): TMA loads into an mbarrier-guarded shared-memory ring,
  * wgmma.mma_async e4m3 x e4m3 issued by two consumer warpgroups, a producer warpgroup that gives
  * its registers away, a persistent grid in grouped raster order, and the row-scaled epilogues.
- * The kernel is kernel_src/fp8_wgmma/device/fp8_wgmma.cuh; docs/kernels-fp8-wgmma.md describes
- * it and its cost model.
+ * The kernel is kernel_src/fp8_wgmma/device/kernel.cuh and its roles; docs/kernels-fp8-wgmma.md
+ * describes it and its cost model.
  */
 #ifndef JIT_FP8_WGMMA_H
 #define JIT_FP8_WGMMA_H
@@ -68,7 +68,7 @@ int jit__wgmma_promote_mode(void);
  * (the family's check_switches). */
 int jit__wgmma_group_m(void);
 
-/* The same for the decode kernel (device/fp8_wgmma_decode.cuh). */
+/* The same for the decode kernel (device/decode.cuh). */
 uint32_t jit__wgmma_decode_smem_bytes(int bw, int tok, int stages, int ksub, int split);
 
 /* CTAs for M tokens. Tiles: the persistent grid, one CTA per work unit (a cluster's m-tiles of

@@ -50,7 +50,7 @@ static int max_stages(const jit__gemm_spec_t *spec, int bm, int bn) {
  * are busy (the clock has headroom then). The grid's last round is whole: a persistent CTA with one
  * more tile than the others sets the time. When M < BM, TMA zero-fills the rows of A's box past M,
  * and that costs load time in proportion to the rows filled (a larger M moves its last m-tile
- * instead, so that no box runs past M: tile_row0 in device/fp8_wgmma.cuh). */
+ * instead, so that no box runs past M: tile_row0 in device/scheduler.cuh). */
 typedef struct wgmma_model {
     double mma_flops_per_sm; /* wgmma FLOP/s per SM, all SMs busy */
     double sm_load;          /* operand bytes per second into one SM, all SMs busy */
