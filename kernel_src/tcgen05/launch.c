@@ -8,9 +8,10 @@
  */
 #include "launch.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "stream_workspace.h"
 
 /* Workspace header: work counter, registration counter, exit counter, padding. */
 #define WORKSPACE_HEADER 16u
@@ -391,25 +392,19 @@ jit_status_t jit__tc_launch_kernel(const jit__driver_t *drv, CUfunction fn, cons
 
 /* ---- the family's launch state and hooks ------------------------------------------------ */
 
-/* The occupancy-sized launch shape and the scheduler's device workspace, made once per loaded
- * kernel. One workspace serves every launch of the kernel, so launches are ordered on the GPU:
- * each waits for the previous one's event, whatever its stream, under `lock`. */
+/* The occupancy-sized launch shape, made once per loaded kernel, and the scheduler's workspaces:
+ * the kernel's last CTA resets its workspace for the next launch, so two launches must never
+ * share one while they run. Each stream has its own (kernel_src/stream_workspace.h), so
+ * launches on different streams run at once and a launch takes no lock; launches into a stream
+ * capture share one, in order. */
 typedef struct tc_state {
     jit__tc_launch_dims_t dims;
-    CUdeviceptr workspace;
-    CUevent done;
-    pthread_mutex_t lock;
-    int lock_made;
+    jit__ws_set_t *workspaces;
 } tc_state_t;
 
 void jit__tc_release(const jit__driver_t *drv, void *state) {
     tc_state_t *s = state;
-    if (s->done)
-        drv->cuEventDestroy(s->done);
-    if (s->workspace)
-        drv->cuMemFree(s->workspace);
-    if (s->lock_made)
-        pthread_mutex_destroy(&s->lock);
+    jit__ws_set_destroy(drv, s->workspaces);
     free(s);
 }
 
@@ -419,48 +414,46 @@ jit_status_t jit__tc_prepare(const jit__driver_t *drv, CUfunction fn, const jit_
     if (!s)
         return jit__fail(d, JIT_OUT_OF_MEMORY, "tcgen05 launch state");
     jit_status_t st = jit__tc_launch_dims_query(drv, fn, plan, NULL, &s->dims, d);
+    if (st == JIT_OK) {
+        /* All of it is counters and token slots, which the kernel expects zero. */
+        size_t bytes = jit__tc_workspace_bytes(s->dims.token_slots);
+        st = jit__ws_set_create(drv, bytes, bytes, &s->workspaces, d);
+    }
     if (st != JIT_OK) {
         jit__tc_release(drv, s);
         return st;
     }
-    size_t bytes = jit__tc_workspace_bytes(s->dims.token_slots);
-    CUresult r = drv->cuMemAlloc(&s->workspace, bytes);
-    if (r == CUDA_SUCCESS)
-        r = drv->cuMemsetD8(s->workspace, 0, bytes);
-    if (r == CUDA_SUCCESS)
-        r = drv->cuEventCreate(&s->done, CU_EVENT_DISABLE_TIMING);
-    if (r != CUDA_SUCCESS) {
-        st = jit__cuda_fail(drv, r, "allocating the tcgen05 scheduler workspace", d);
-        jit__tc_release(drv, s);
-        return st;
-    }
-    pthread_mutex_init(&s->lock, NULL);
-    s->lock_made = 1;
     *state = s;
     return JIT_OK;
 }
 
-jit_status_t jit__tc_launch(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
-                            void *state, const jit__launch_args_t *a, jit__diag_t *d) {
-    tc_state_t *s = state;
+/* One call, given the workspace of its stream. */
+typedef struct tc_call {
+    CUfunction fn;
+    const jit__plan_t *plan;
+    const tc_state_t *state;
+    const jit__launch_args_t *args;
+} tc_call_t;
+
+static jit_status_t launch_with(const jit__driver_t *drv, CUdeviceptr ws, CUstream stream,
+                                void *arg, jit__diag_t *d) {
+    const tc_call_t *c = arg;
+    const jit__launch_args_t *a = c->args;
     const jit_problem_t *p = a->problem;
     /* The tensor maps hold the operands' addresses, so they are encoded for every call. */
     jit__tc_shape_t shape = {p->m, p->n, p->k, a->lda, a->ldb, a->ldd};
     jit__tc_params_t params;
     jit_status_t st =
-        jit__tc_params_build(drv, plan, &shape, a->operands, p->alpha, a->ldr,
-                             (void *)(uintptr_t)s->workspace, s->dims.token_slots, &params, d);
+        jit__tc_params_build(drv, c->plan, &shape, a->operands, p->alpha, a->ldr,
+                             (void *)(uintptr_t)ws, c->state->dims.token_slots, &params, d);
     if (st != JIT_OK)
         return st;
-    pthread_mutex_lock(&s->lock);
-    CUresult r = drv->cuStreamWaitEvent(a->stream, s->done, 0);
-    if (r == CUDA_SUCCESS) {
-        st = jit__tc_launch_kernel(drv, fn, plan, &s->dims, &params, a->stream, d);
-        if (st == JIT_OK)
-            r = drv->cuEventRecord(s->done, a->stream);
-    }
-    pthread_mutex_unlock(&s->lock);
-    if (r != CUDA_SUCCESS)
-        return jit__cuda_fail(drv, r, "ordering tcgen05 launches", d);
-    return st;
+    return jit__tc_launch_kernel(drv, c->fn, c->plan, &c->state->dims, &params, stream, d);
+}
+
+jit_status_t jit__tc_launch(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
+                            void *state, const jit__launch_args_t *a, jit__diag_t *d) {
+    tc_state_t *s = state;
+    tc_call_t call = {fn, plan, s, a};
+    return jit__ws_launch(drv, s->workspaces, a->stream, launch_with, &call, d);
 }
