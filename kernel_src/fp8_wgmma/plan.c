@@ -69,14 +69,14 @@ static const wgmma_model_t k_model = {
     .sm_load = 147.8e9,
     .idle_boost = 0.671,
     .block_us = 0.0718,
-    /* Past 128 columns a tile costs more per column than the MMA rate: on the H200 sweep of
-     * e9cfb33 at 1024 x 8192 x 8192 a 128-K block took 0.39, 0.45, 0.57 and 0.68 µs at BN 96,
-     * 128, 160 and 192 (0.06 per 32 columns up to 128, 0.10-0.13 past it). Those tiles keep
+    /* Past 128 columns a tile costs more per column than the MMA rate: on an H200 sweep of the
+     * halves kernel at 1024 x 8192 x 8192 a 128-K block took 0.39, 0.45, 0.57 and 0.68 µs at BN
+     * 96, 128, 160 and 192 (0.06 per 32 columns up to 128, 0.10-0.13 past it). Those tiles keep
      * 2 x BN/2 accumulators near the register limit and a shallower ring. Any value from 0.015
      * to 0.06 chose within 5% of the fastest in 79-80 of the 84 cells of the three sweeps of
      * the halves kernel, against 73 with none; the larger values move more large-M shapes to
      * 128x128, which the anchor, timed against torch, measured slower than 128x160 and 128x192
-     * there (docs/performance.md), so the value is near the low end. */
+     * there (docs/kernels-fp8-wgmma.md, "The cost model"), so the value is near the low end. */
     .wide_block_us = 0.02,
     .zero_fill = 2.60,
     .cluster_block = 1.016,
@@ -171,8 +171,9 @@ static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
 /* M values a band's kernel must serve: its ends and its model M. The open last band is sampled
  * at 2048, 4096 and 8192, where prefill batches are, not at its bottom edge: at M = 1025 every
  * 128-row tile has a ninth m-tile of one row, and weighted like the others that one M took the
- * band to tiles that suit nine m-tiles (on the H200 sweep of d426c3b, 14336 x 5120: 128x192,
- * 7.4% off the fastest at M = 2048; sampled here, 128x160, the fastest at 2048 and 4096). */
+ * band to tiles that suit nine m-tiles (on the H200 sweep the model was fitted to, at
+ * 14336 x 5120: 128x192, 7.4% off the fastest at M = 2048; sampled here, 128x160, the fastest at
+ * 2048 and 4096; docs/kernels-fp8-wgmma.md, "The cost model"). */
 static int band_samples(int band, int64_t m[JIT_WGMMA_BAND_SAMPLES]) {
     int64_t lo, hi;
     jit__token_band_range(band, &lo, &hi);

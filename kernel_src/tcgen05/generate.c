@@ -28,7 +28,7 @@ static int is_pow2(int v) {
  * not only in the instruction descriptor. So a plan is fallback-safe only if the check target
  * would encode the same descriptor and keep the same operand storage. With the sm_107a
  * profile no block-scaled plan is (its K is widened for every kind), so the fallback refuses
- * them instead of building a kernel that silently computes the wrong K (issue 10, finding 2).
+ * them instead of building a kernel that silently computes the wrong K.
  * Planning the fallback with the sm_100a profile would be the alternative; the plan is made
  * before the toolchain is known, so it is not done here. */
 static jit_status_t check_fallback_semantics(const jit__plan_t *plan, const jit__key_t *key,

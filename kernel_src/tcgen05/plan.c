@@ -9,8 +9,9 @@
  * - FP4 x FP4 always uses kind::mxf4nvf4 (".block16" or ".block32"), MXFP4 included. That is
  *   what FlashInfer's sm_107a kernels do (docs/hardware-facts.md F8); the descriptor bits equal
  *   kind::mxf4's, and one spelling for every arch keeps the generator free of a kind switch.
- * - Mixed precision takes E2M1 on either side (weights as B with FP8 activations as A, as the
- *   issue words it, or the swap-AB form with E2M1 as A); the descriptor looks up each code.
+ * - Mixed precision takes E2M1 on either side (E2M1 weights as B with FP8 activations as A,
+ *   the usual W4A8 layout, or the swap-AB form with E2M1 as A); the descriptor looks up each
+ *   code.
  * - The tile K is one 128-byte swizzle atom of the operand with the widest K bytes: 256 for the
  *   FP4 kinds, 128 for mxf8f6f4, on every arch; the instruction K (docs/hardware-facts.md F9)
  *   then gives 4 instructions per tile on sm_100a/103a and 2 on sm_107a. sm_103a's K=96 mode is

@@ -1,8 +1,8 @@
 /*
  * The tcgen05 family's plan payload: instruction kind, shape and descriptor,
  * operand SMEM layouts, the SMEM and TMEM maps, cluster shapes and the grid estimate. Filled by
- * the tcgen05 planner (kernel_src/tcgen05/plan.c); the generator reads it and makes no decision of its own
- * that depends on arch or shape. Figures and rules: docs/hardware-facts.md F7-F15.
+ * the tcgen05 planner (kernel_src/tcgen05/plan.c); the generator reads it and makes no decision
+ * of its own that depends on arch or shape. Figures and rules: docs/hardware-facts.md F7-F15.
  *
  * Conventions. plan->tile_m/tile_n/tile_k are the MMA tile over the CTA pair (tile_m 128 for
  * one CTA, 256 for cta_group::2, 512 with B-reuse); the per-CTA shares are cta_rows_a and

@@ -1,8 +1,9 @@
 /*
- * What the FP8 mma.sync kernel is given: the parameter block the host passes (jit__mma_sync_params_t
- * in kernel_src/fp8_mma_sync/abi.h fills the same layout), and the plan's numbers with what
- * follows from them (MmaSyncShape: warp tiles, K steps, the shared-memory ring and the swizzled
- * offset of a chunk in it), which every role of the kernel reads.
+ * What the FP8 mma.sync kernel is given: the parameter block the host passes
+ * (jit__mma_sync_params_t in kernel_src/fp8_mma_sync/abi.h fills the same layout), and the
+ * plan's numbers with what follows from them (MmaSyncShape: warp tiles, K steps, the
+ * shared-memory ring and the swizzled offset of a chunk in it), which every role of the kernel
+ * reads.
  *
  * Shared tiles are [rows][TILE_K] bytes, read as 128-byte lines whose 16-byte chunks are
  * permuted by XOR with line % 8. The eight row addresses of each ldmatrix phase then hit eight
@@ -34,7 +35,11 @@ struct jitgemm_mma_sync_params {
 };
 
 /* Epilogue kinds, as jit_epilogue_t numbers them. */
-enum MmaSyncEpilogueKind { MMA_SYNC_LINEAR = 1, MMA_SYNC_LINEAR_ADD = 2, MMA_SYNC_LINEAR_SWIGLU = 3 };
+enum MmaSyncEpilogueKind {
+    MMA_SYNC_LINEAR = 1,
+    MMA_SYNC_LINEAR_ADD = 2,
+    MMA_SYNC_LINEAR_SWIGLU = 3,
+};
 
 template <i64 N_, i64 K_, int TILE_M_, int TILE_N_, int TILE_K_, int STAGES_, int WARPS_M_,
           int WARPS_N_, int EPILOGUE_>

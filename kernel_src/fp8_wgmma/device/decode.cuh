@@ -32,7 +32,7 @@
  *                on across units, so the next unit's weights stream in while the consumers reduce
  *                and store the last one.
  *   warpgroups 1, 2  consumers: each owns BW/2 weight rows (one or two m64 waves) and all TOK
- *                tokens; per stage they wait on full[s], then per 128-K block issue 4 k32 wgmmas
+ *                tokens; per stage they wait on full[s], then per 128-K block issue four k32 wgmmas
  *                into a fresh partial accumulator, wait for them and add the partial into FP32
  *                registers (promotion every 128 K: FP8 wgmma keeps about 14 bits of its running
  *                sum, not enough over long K), and free the slot (empty[s]). After a unit they

@@ -16,10 +16,10 @@
  *                while the consumers run the next tile.
  *   warpgroups 1, 2  consumers: each owns BM/2 rows of the BM x BN tile (one or two m64 wgmma
  *                waves) and all BN columns; they run the main loop (mainloop.cuh: wait on
- *                full[s], issue 4 wgmma k32 steps, hand the slot back through empty[s]), then the
- *                epilogue for their rows: with STORE_WARPS only scale, round and stage the whole
- *                tile in shared memory (the tensor cores wait for that part alone), else also
- *                store it to D themselves (epilogue.cuh).
+ *                full[s], issue four wgmma k32 steps, hand the slot back through empty[s]), then
+ *                the epilogue for their rows: with STORE_WARPS only scale, round and stage the
+ *                whole tile in shared memory (the tensor cores wait for that part alone), else
+ *                also store it to D themselves (epilogue.cuh).
  * The grid is persistent (scheduler.cuh): CTA b takes tiles b, b + gridDim.x, ... in grouped
  * raster order. params.cuh holds the parameter block and the plan's numbers (Fp8WgmmaShape).
  *
