@@ -31,7 +31,7 @@
 #include "context.h"
 #include "driver.h"
 #include "fp8_mma_sync/abi.h"
-#include "fp8_mma_sync/mma_sync.h"
+#include "fp8_mma_sync/fp8_mma_sync.h"
 
 #define TARGET_US 1.0
 #define MAX_SAMPLES 101

@@ -24,7 +24,7 @@
 #include "family.h"
 #include "key.h"
 #include "plan.h"
-#include "tcgen05/plan_tc.h"
+#include "tcgen05/tcgen05.h"
 #include "toolchain.h"
 
 typedef struct fmt {

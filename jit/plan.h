@@ -55,7 +55,7 @@ typedef struct jit__plan_candidate {
 } jit__plan_candidate_t;
 
 /* Bytes a family may keep in its plan payload. The largest today is the tcgen05 plan
- * (kernel_src/tcgen05/plan_tc.h); each family asserts that its payload fits. */
+ * (kernel_src/tcgen05/tcgen05.h); each family asserts that its payload fits. */
 #define JIT_PLAN_PAYLOAD_BYTES 832
 
 typedef struct jit__plan {

@@ -194,7 +194,7 @@ Test(families, editing_an_embedded_header_changes_every_key) {
     char *edited = NULL;
     for (size_t i = 0; i < n; i++) {
         copy[i] = files[i];
-        if (strcmp(files[i].name, "fp8_mma_sync/device/mma_sync.cuh") == 0) {
+        if (strcmp(files[i].name, "fp8_mma_sync/device/kernel.cuh") == 0) {
             edited = strdup(files[i].text);
             edited[files[i].size / 2] ^= 1;
             copy[i].text = edited;

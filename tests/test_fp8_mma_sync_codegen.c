@@ -16,7 +16,7 @@
 #include "families.h"
 #include "family.h"
 #include "fp8_mma_sync/abi.h"
-#include "fp8_mma_sync/mma_sync.h"
+#include "fp8_mma_sync/fp8_mma_sync.h"
 #include "key.h"
 #include "plan.h"
 #include "ptx_check.h"
@@ -138,7 +138,7 @@ Test(fp8_mma_sync, header_quotes_key_and_plan_and_nothing_is_included) {
     cr_expect(strstr(src, want) && strstr(src, want) < end, "plan line '%s' missing", want);
     cr_expect(strstr(src, "B row 2j is gate_j, row 2j+1 is up_j"), "pairing convention");
     const char *inc = strstr(src, "#include");
-    cr_expect(inc && strncmp(inc, "#include \"fp8_mma_sync/device/mma_sync.cuh\"\n", 44) == 0,
+    cr_expect(inc && strncmp(inc, "#include \"fp8_mma_sync/device/kernel.cuh\"\n", 42) == 0,
               "the source includes the family's device file");
     cr_expect(inc && !strstr(inc + 1, "#include"), "the source includes one file only");
     free(src);
@@ -150,7 +150,7 @@ static const char *device_text(const char *name) {
     return f->text;
 }
 
-/* The generated text has no inline PTX at all, and the family's kernel file none either: every
+/* The generated text has no inline PTX at all, and the family's device files none either: every
  * asm sits in a one-instruction static __device__ __forceinline__ wrapper of the shared
  * building blocks. */
 Test(fp8_mma_sync, inline_ptx_only_in_wrappers) {
@@ -163,7 +163,12 @@ Test(fp8_mma_sync, inline_ptx_only_in_wrappers) {
         cr_expect_null(strstr(src, "asm"), "inline asm in the generated text");
         free(src);
     }
-    cr_expect_null(strstr(device_text("fp8_mma_sync/device/mma_sync.cuh"), "asm"));
+    static const char *const roles[] = {"params", "producer", "mainloop", "epilogue", "kernel"};
+    for (size_t r = 0; r < sizeof(roles) / sizeof(roles[0]); r++) {
+        char name[64];
+        snprintf(name, sizeof(name), "fp8_mma_sync/device/%s.cuh", roles[r]);
+        cr_expect_null(strstr(device_text(name), "asm"), "inline asm in %s", name);
+    }
     const char *warp = device_text("device/warp_mma.cuh");
     cr_expect(strstr(warp, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"));
     cr_expect(strstr(warp, "cp.async.cg.shared.global [%0], [%1], 16, %2;"));
@@ -219,8 +224,8 @@ Test(fp8_mma_sync, params_struct_matches_kernel_abi) {
     make_plan("sm_90a", 2, 1000, 1040, JIT_EPILOGUE_LINEAR_ADD, &p);
     make_key(&p, "sm_90a", &k);
     char *src = gen(&p, &k);
-    const char *open = strstr(device_text("fp8_mma_sync/device/mma_sync.cuh"),
-                              "struct jitgemm_mma_sync_params {\n");
+    const char *open =
+        strstr(device_text("fp8_mma_sync/device/params.cuh"), "struct jitgemm_mma_sync_params {\n");
     cr_assert_not_null(open);
     const char *line = strchr(open, '\n') + 1;
     size_t offset = 0, max_align = 1, i = 0;

@@ -6,7 +6,7 @@
 
 #include "families.h"
 #include "family.h"
-#include "fp8_mma_sync/mma_sync.h"
+#include "fp8_mma_sync/fp8_mma_sync.h"
 #include "plan.h"
 
 static jit__gemm_spec_t row_spec(int64_t n, int64_t k, jit_epilogue_t epi) {

@@ -27,8 +27,8 @@
 #include "device_files.h"
 #include "family.h"
 #include "ptx_check.h"
-#include "tcgen05/tc_launch.h"
-#include "tcgen05/tcgen05_gen.h"
+#include "tcgen05/generate.h"
+#include "tcgen05/launch.h"
 #include "toolchain.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
@@ -604,6 +604,7 @@ static CUlaunchConfig g_cfg;
 static CUlaunchAttribute g_attrs[4];
 static int g_launches;
 static int g_occ_preferred = 37, g_occ_fallback = 74;
+static jit__tc_params_t g_hook_params;
 
 static unsigned elem_bytes(CUtensorMapDataType t) {
     switch (t) {
@@ -856,12 +857,13 @@ Test(codegen_tc, mixed_cluster_launch) {
     memset(&params, 0, sizeof(params));
     params.token_slots = dims.token_slots - 1;
     g_launches = 0;
-    cr_assert_eq(jit__tc_launch(&drv, NULL, &plan, &dims, &params, NULL, &d), JIT_INVALID_ARGUMENT,
-                 "too few token slots must be refused");
+    cr_assert_eq(jit__tc_launch_kernel(&drv, NULL, &plan, &dims, &params, NULL, &d),
+                 JIT_INVALID_ARGUMENT, "too few token slots must be refused");
     cr_assert_eq(g_launches, 0);
     params.token_slots = dims.token_slots;
     jit__diag_init(&d);
-    cr_assert_eq(jit__tc_launch(&drv, NULL, &plan, &dims, &params, NULL, &d), JIT_OK, "%s", d.msg);
+    cr_assert_eq(jit__tc_launch_kernel(&drv, NULL, &plan, &dims, &params, NULL, &d), JIT_OK, "%s",
+                 d.msg);
     cr_assert_eq(g_launches, 1);
     cr_assert_eq(g_cfg.numAttrs, 2);
     cr_assert_eq(g_attrs[0].id, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
@@ -876,6 +878,115 @@ Test(codegen_tc, mixed_cluster_launch) {
     jit__diag_init(&d);
     cr_assert_eq(jit__tc_launch_dims(&plan, 0, 1, &dims, &d), JIT_PLAN_FAILED);
     cr_assert_gt(jit__tc_workspace_bytes(72), 72 * 8);
+}
+
+/* The family's hooks: prepare sizes the launch and makes the capture workspace, zeroed; each
+ * stream then gets a scheduler workspace of its own on its first launch, zeroed before that
+ * launch, and later launches on it find it again with no allocation and no event. Two streams
+ * never share one: the kernel's last CTA resets its workspace for the next launch, so launches
+ * on two streams would otherwise have to wait for each other. */
+static int g_allocs, g_memsets, g_events_waited;
+static CUresult hook_alloc(CUdeviceptr *p, size_t bytes) {
+    (void)bytes;
+    *p = (CUdeviceptr)(0x100000u * (unsigned)++g_allocs);
+    return CUDA_SUCCESS;
+}
+static CUresult hook_free(CUdeviceptr p) {
+    (void)p;
+    return CUDA_SUCCESS;
+}
+static CUresult hook_memset(CUdeviceptr p, unsigned char v, size_t n) {
+    (void)p, (void)n;
+    cr_expect_eq(v, 0);
+    g_memsets++;
+    return CUDA_SUCCESS;
+}
+static CUresult hook_event_create(CUevent *e, unsigned f) {
+    (void)f;
+    *e = (CUevent)(uintptr_t)0x77;
+    return CUDA_SUCCESS;
+}
+static CUresult hook_event(CUevent e) {
+    (void)e;
+    return CUDA_SUCCESS;
+}
+static CUresult hook_record(CUevent e, CUstream s) {
+    (void)e, (void)s;
+    return CUDA_SUCCESS;
+}
+static CUresult hook_wait(CUstream s, CUevent e, unsigned f) {
+    (void)s, (void)e, (void)f;
+    g_events_waited++;
+    return CUDA_SUCCESS;
+}
+static CUresult hook_sync(CUstream s) {
+    (void)s;
+    return CUDA_SUCCESS;
+}
+static CUresult hook_capture_info(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                                  const CUgraphNode **deps, size_t *n) {
+    (void)s, (void)g, (void)deps, (void)n;
+    *st = CU_STREAM_CAPTURE_STATUS_NONE;
+    *id = 0;
+    return CUDA_SUCCESS;
+}
+static CUresult hook_launch(const CUlaunchConfig *cfg, CUfunction f, void **args, void **extra) {
+    fake_launch(cfg, f, args, extra);
+    memcpy(&g_hook_params, args[0], sizeof(g_hook_params));
+    return CUDA_SUCCESS;
+}
+
+Test(codegen_tc, family_launch_has_a_workspace_per_stream) {
+    jit__plan_t plan;
+    plan_of("sm_107a", NVFP4, 2, 256, 1, JIT_EPILOGUE_LINEAR, &plan);
+    jit__driver_t drv = fake_driver();
+    drv.cuLaunchKernelEx = hook_launch;
+    drv.cuMemAlloc = hook_alloc;
+    drv.cuMemFree = hook_free;
+    drv.cuMemsetD8 = hook_memset;
+    drv.cuEventCreate = hook_event_create;
+    drv.cuEventDestroy = hook_event;
+    drv.cuEventRecord = hook_record;
+    drv.cuStreamWaitEvent = hook_wait;
+    drv.cuStreamSynchronize = hook_sync;
+    drv.cuStreamGetCaptureInfo = hook_capture_info;
+    void *state = NULL;
+    jit__diag_t d;
+    jit__diag_init(&d);
+    cr_assert_eq(plan.family->prepare(&drv, NULL, &plan, &state, &d), JIT_OK, "%s", d.msg);
+    cr_expect_eq(g_allocs, 1, "the capture workspace");
+    cr_expect_eq(g_memsets, 1);
+    static _Alignas(256) unsigned char buf[6][256];
+    jit_problem_t prob;
+    jit_problem_init(&prob);
+    prob.m = 1345;
+    prob.n = plan.spec.n;
+    prob.k = plan.spec.k;
+    jit_operands_t ops;
+    jit_operands_init(&ops);
+    ops.a = buf[0], ops.b = buf[1], ops.scale_a = buf[2], ops.scale_b = buf[3];
+    ops.residual = buf[4], ops.d = buf[5];
+    jit__launch_args_t args = {&prob, &ops, 0, 0, 0, 0, (CUstream)(uintptr_t)0x20};
+    void *first[2];
+    for (int round = 0; round < 3; round++) {
+        for (int s = 0; s < 2; s++) {
+            args.stream = (CUstream)(uintptr_t)(0x20 + 0x20 * s);
+            g_launches = g_n_maps = 0;
+            cr_assert_eq(plan.family->launch(&drv, NULL, &plan, state, &args, &d), JIT_OK, "%s",
+                         d.msg);
+            cr_assert_eq(g_launches, 1);
+            cr_expect_eq(g_cfg.hStream, args.stream);
+            if (round == 0)
+                first[s] = g_hook_params.workspace;
+            else
+                cr_expect_eq(g_hook_params.workspace, first[s], "stream %d, round %d", s, round);
+        }
+    }
+    cr_expect_neq(first[0], first[1], "two streams, two workspaces");
+    cr_expect_eq(g_allocs, 3, "one per stream, made on its first launch");
+    cr_expect_eq(g_memsets, 3, "each zeroed");
+    cr_expect_eq(g_events_waited, 2, "each stream waits once, for its workspace's memset");
+    plan.family->release(&drv, state);
 }
 
 Test(codegen_tc, single_cluster_shape_launch) {

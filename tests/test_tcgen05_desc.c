@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tcgen05/tc_desc.h"
+#include "tcgen05/desc.h"
 
 static const jit__arch_profile_t *arch(const char *name) {
     const jit__arch_profile_t *a = jit__arch_find(name);

@@ -11,7 +11,7 @@
 
 #include "family.h"
 #include "plan.h"
-#include "tcgen05/plan_tc.h"
+#include "tcgen05/tcgen05.h"
 
 static const jit__arch_profile_t *arch(const char *name) {
     const jit__arch_profile_t *a = jit__arch_find(name);

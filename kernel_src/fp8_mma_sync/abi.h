@@ -4,8 +4,8 @@
  * by value as the kernel's only parameter. Keep the two in step: tests/test_codegen.c checks the
  * generated struct against this layout.
  */
-#ifndef JIT_KERNEL_ABI_H
-#define JIT_KERNEL_ABI_H
+#ifndef JIT_FP8_MMA_SYNC_ABI_H
+#define JIT_FP8_MMA_SYNC_ABI_H
 
 #include <stdint.h>
 

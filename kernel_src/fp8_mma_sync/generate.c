@@ -1,6 +1,6 @@
 /*
  * Generator of the FP8 mma.sync family. The kernel itself is device code in
- * kernel_src/fp8_mma_sync/device/mma_sync.cuh; this file checks the plan and writes what varies
+ * kernel_src/fp8_mma_sync/device/kernel.cuh; this file checks the plan and writes what varies
  * per plan: the header comment with the key and the plan, the include, and the entry point that
  * instantiates MmaSyncKernel with the plan's numbers. Template parameters rather than
  * namespace-scope constants keep the PTX free of .global data.
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "abi.h"
-#include "mma_sync.h"
+#include "fp8_mma_sync.h"
 #include "strbuf.h"
 
 /* The plan's shape, and what follows from it, as the generator checks and emits it. */
@@ -127,7 +127,7 @@ static int epilogue_enum(jit_epilogue_t e) {
 static void emit_entry(jit__sb_t *sb, const jit__plan_t *plan, const shape_t *s, const char *name) {
     static const char *const k_epilogue[] = {"", "MMA_SYNC_LINEAR", "MMA_SYNC_LINEAR_ADD",
                                              "MMA_SYNC_LINEAR_SWIGLU"};
-    jit__sb_append(sb, "#include \"fp8_mma_sync/device/mma_sync.cuh\"\n\n");
+    jit__sb_append(sb, "#include \"fp8_mma_sync/device/kernel.cuh\"\n\n");
     jit__sb_printf(
         sb, "typedef MmaSyncKernel<%lldLL, %lldLL, %d, %d, %d, %d, %d, %d, %s> Kernel;\n",
         (long long)plan->spec.n, (long long)plan->spec.k, s->tile_m, s->tile_n, s->tile_k,

@@ -1,6 +1,6 @@
 /*
  * The parameter block of the FP8 wgmma kernel, mirrored field for field by Fp8WgmmaParams in
- * kernel_src/fp8_wgmma/device/fp8_wgmma.cuh. It is passed by value as `const __grid_constant__`,
+ * kernel_src/fp8_wgmma/device/params.cuh. It is passed by value as `const __grid_constant__`,
  * because TMA reads the tensor maps through their parameter-space address.
  *
  * Tensor maps (cuTensorMapEncodeTiled): A and B as UINT8 (TMA copies bytes; E4M3 needs no
@@ -39,7 +39,7 @@ _Static_assert(offsetof(jit__wgmma_params_t, alpha) == 312, "alpha");
 _Static_assert(sizeof(jit__wgmma_params_t) == 320, "size");
 
 /* The decode kernel's parameter block, mirrored by Fp8WgmmaDecodeParams in
- * kernel_src/fp8_wgmma/device/fp8_wgmma_decode.cuh. X is A (tokens): box {128, TOK}; W is B
+ * kernel_src/fp8_wgmma/device/params.cuh. X is A (tokens): box {128, TOK}; W is B
  * (weights): box {128, BW}; both encoded as above. */
 typedef struct jit__wgmma_decode_params {
     jit__wgmma_tmap_t tmap_x; /* A [M, K] */

@@ -1,5 +1,5 @@
 /*
- * The wgmma family's decode route (M <= 64): Fp8WgmmaDecodeKernel (device/fp8_wgmma_decode.cuh)
+ * The wgmma family's decode route (M <= 64): Fp8WgmmaDecodeKernel (device/decode.cuh)
  * puts the weights on wgmma's M side and the tokens on its N side, and splits K so that every SM
  * streams weights; the last CTA of a tile adds the k-splits' partials in a fixed order. This file
  * holds its sizes, its candidates for the cost model and its parameter block.
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "abi.h"
-#include "wgmma.h"
+#include "fp8_wgmma.h"
 
 #define BK 128
 #define SMEM_LIMIT 232448u

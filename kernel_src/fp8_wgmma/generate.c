@@ -1,15 +1,15 @@
 /*
- * Generator of the FP8 wgmma family. The kernel is device code in
- * kernel_src/fp8_wgmma/device/fp8_wgmma.cuh; this file checks the plan and writes what varies per
- * plan: the header comment with the key and the plan, the includes, a typedef instantiating
- * Fp8WgmmaKernel with the plan's numbers, static_asserts tying it to the plan, and the entry
- * point.
+ * Generator of the FP8 wgmma family. The kernels are device code in kernel_src/fp8_wgmma/device/
+ * (kernel.cuh for the tile kernel, decode.cuh for the decode route, each including its roles);
+ * this file checks the plan and writes what varies per plan: the header comment with the key and
+ * the plan, the include, a typedef instantiating Fp8WgmmaKernel or Fp8WgmmaDecodeKernel with the
+ * plan's numbers, static_asserts tying it to the plan, and the entry point.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "fp8_wgmma.h"
 #include "strbuf.h"
-#include "wgmma.h"
 
 static jit_status_t check_plan(const jit__plan_t *plan, jit__diag_t *d) {
     const jit__wgmma_plan_t *wp = jit__wgmma_cof(plan);
@@ -37,6 +37,12 @@ static jit_status_t check_plan(const jit__plan_t *plan, jit__diag_t *d) {
                              wp->bn, wp->bm, wp->split, plan->smem_bytes, want);
         return JIT_OK;
     }
+    /* The tile kernel builds three forms of accumulation (device/mainloop.cuh): 3, the default;
+     * 0, no promotion; 1, the whole-block comparison form. */
+    if (wp->promote != 3 && wp->promote != 0 && wp->promote != 1)
+        return jit__fail(d, JIT_PLAN_FAILED,
+                         "wgmma family: promotion form %d is not one the kernel builds (3, 0 or 1)",
+                         wp->promote);
     if ((wp->bm != 128 && wp->bm != 256) || wp->bn < 32 || wp->bn > 256 || wp->bn % 32 ||
         (wp->cluster != 1 && wp->cluster != 2) || (wp->bn / wp->cluster) % 8 ||
         (s->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU && wp->bn % 64))
@@ -140,13 +146,13 @@ jit_status_t jit__gen_fp8_wgmma(const jit__plan_t *plan, const jit__key_t *key, 
         static const char *const k_decode_epilogue[] = {
             "", "FP8WD_EPI_LINEAR", "FP8WD_EPI_LINEAR_ADD", "FP8WD_EPI_LINEAR_SWIGLU"};
         params = "Fp8WgmmaDecodeParams";
-        jit__sb_append(&sb, "#include \"fp8_wgmma/device/fp8_wgmma_decode.cuh\"\n\n");
+        jit__sb_append(&sb, "#include \"fp8_wgmma/device/decode.cuh\"\n\n");
         jit__sb_printf(&sb,
                        "typedef Fp8WgmmaDecodeKernel<%d, %d, %d, %lld, %lld, %s, %d, %d> Kernel;\n",
                        wp->bn, wp->bm, wp->stages, (long long)plan->spec.n, (long long)plan->spec.k,
                        k_decode_epilogue[plan->spec.epilogue], wp->split, wp->ksub);
     } else {
-        jit__sb_append(&sb, "#include \"fp8_wgmma/device/fp8_wgmma.cuh\"\n\n");
+        jit__sb_append(&sb, "#include \"fp8_wgmma/device/kernel.cuh\"\n\n");
         jit__sb_printf(
             &sb,
             "typedef Fp8WgmmaKernel<%d, %d, %d, %lld, %lld, %s, %d, %d, %d, %d, %d, %d> Kernel;\n",

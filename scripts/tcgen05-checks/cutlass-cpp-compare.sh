@@ -2,7 +2,7 @@
 # Cross-check jitgemm's tcgen05 (sm_100a) descriptor encoders against NVIDIA's CUTLASS C++ headers,
 # on the host, without a GPU: cutlass_cpp/compare_desc.cpp (beside this script) includes cute's
 # descriptor builders, MMA atom traits and scale-factor TMEM fragments next to
-# kernel_src/tcgen05/tc_desc.h, links the project's static library and prints one row per
+# kernel_src/tcgen05/desc.h, links the project's static library and prints one row per
 # compared field. It also checks the
 # descriptors of real plans (`jitgemm inspect --plan --json`) against CUTLASS's.
 #

@@ -29,8 +29,8 @@
 #include "key.h"
 #include "plan.h"
 #include "reference.h"
-#include "tcgen05/plan_tc.h"
-#include "tcgen05/tc_launch.h"
+#include "tcgen05/launch.h"
+#include "tcgen05/tcgen05.h"
 
 typedef struct fm_case {
     char arch[16], fmt[16];

@@ -2,7 +2,7 @@
  * jitgemm generated kernel: FP8 E4M3 x E4M3 GEMM with FP32 row scales, BF16 out.
  * Family fp8_mma_sync: cp.async -> shared ring -> ldmatrix.x4 -> mma.sync.m16n8k32 (FP32) -> epilogue.
  *
- * key:    jitgemm key=5 family=fp8_mma_sync device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_100a target=sm_100a fallback=0 band=0 n=1001 k=1552 a=e4m3 b=e4m3 out=bf16 scales=row epilogue=linear_add tile=16x64x128 stages=4 threads=128 cluster=1x1 fallback_cluster=0x0 warps=1x4 code=0cf53e74734297a51c9c7bedcdb50272
+ * key:    jitgemm key=5 family=fp8_mma_sync device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_100a target=sm_100a fallback=0 band=0 n=1001 k=1552 a=e4m3 b=e4m3 out=bf16 scales=row epilogue=linear_add tile=16x64x128 stages=4 threads=128 cluster=1x1 fallback_cluster=0x0 warps=1x4 code=b4a5033141c43d24f3d279d8b480e326
  * hash:   kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
  * target: sm_100a
  *
@@ -15,7 +15,7 @@
  *   grid x: ceil(1001 / 64) B-row tiles, grid y: ceil(m / 16) token tiles
  */
 
-#include "fp8_mma_sync/device/mma_sync.cuh"
+#include "fp8_mma_sync/device/kernel.cuh"
 
 typedef MmaSyncKernel<1001LL, 1552LL, 16, 64, 128, 4, 1, 4, MMA_SYNC_LINEAR_ADD> Kernel;
 static_assert(Kernel::SMEM_BYTES == 40960, "the plan's shared memory");

@@ -2,7 +2,7 @@
  * jitgemm generated kernel: FP8 E4M3 x E4M3 GEMM with FP32 row scales, BF16 out.
  * Family fp8_mma_sync: cp.async -> shared ring -> ldmatrix.x4 -> mma.sync.m16n8k32 (FP32) -> epilogue.
  *
- * key:    jitgemm key=5 family=fp8_mma_sync device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_120a target=sm_120a fallback=0 band=5 n=5120 k=17408 a=e4m3 b=e4m3 out=bf16 scales=row epilogue=linear tile=128x128x128 stages=2 threads=256 cluster=1x1 fallback_cluster=0x0 warps=2x4 code=0d7addd747ee1e8359e73c7610968515
+ * key:    jitgemm key=5 family=fp8_mma_sync device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_120a target=sm_120a fallback=0 band=5 n=5120 k=17408 a=e4m3 b=e4m3 out=bf16 scales=row epilogue=linear tile=128x128x128 stages=2 threads=256 cluster=1x1 fallback_cluster=0x0 warps=2x4 code=c259c3063214be367925be4cef0e2296
  * hash:   kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
  * target: sm_120a
  *
@@ -15,7 +15,7 @@
  *   grid x: ceil(5120 / 128) B-row tiles, grid y: ceil(m / 128) token tiles
  */
 
-#include "fp8_mma_sync/device/mma_sync.cuh"
+#include "fp8_mma_sync/device/kernel.cuh"
 
 typedef MmaSyncKernel<5120LL, 17408LL, 128, 128, 128, 2, 2, 4, MMA_SYNC_LINEAR> Kernel;
 static_assert(Kernel::SMEM_BYTES == 65536, "the plan's shared memory");

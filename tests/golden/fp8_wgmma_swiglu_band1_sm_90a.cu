@@ -2,7 +2,7 @@
  * jitgemm generated kernel: FP8 E4M3 x E4M3 GEMM with FP32 row scales, BF16 out.
  * Family fp8_wgmma: TMA (128B swizzle) -> mbarrier ring -> wgmma m64nNk32 -> epilogue.
  *
- * key:    jitgemm key=5 family=fp8_wgmma device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_90a target=sm_90a fallback=0 band=1 n=27648 k=5120 a=e4m3 b=e4m3 out=bf16 scales=row epilogue=linear_swiglu tile=64x128x128 stages=6 threads=384 cluster=1x1 fallback_cluster=0x0 route=decode promote=1 group_m=8 regs=40/232 ksub=1 split=1 code=4eef7f8abaf01bda1c86727a58e6c5ed
+ * key:    jitgemm key=5 family=fp8_wgmma device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_90a target=sm_90a fallback=0 band=1 n=27648 k=5120 a=e4m3 b=e4m3 out=bf16 scales=row epilogue=linear_swiglu tile=64x128x128 stages=6 threads=384 cluster=1x1 fallback_cluster=0x0 route=decode promote=1 group_m=8 regs=40/232 ksub=1 split=1 code=d3c4ea3f63a93cfb5f3521f1ca1c97e0
  * hash:   kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
  * target: sm_90a
  *
@@ -17,7 +17,7 @@
  *   SwiGLU pairing: B row 2j is gate_j, row 2j+1 is up_j; output column j
  */
 
-#include "fp8_wgmma/device/fp8_wgmma_decode.cuh"
+#include "fp8_wgmma/device/decode.cuh"
 
 typedef Fp8WgmmaDecodeKernel<128, 64, 6, 27648, 5120, FP8WD_EPI_LINEAR_SWIGLU, 1, 1> Kernel;
 static_assert(Kernel::SMEM_BYTES == 182384, "the plan's shared memory");

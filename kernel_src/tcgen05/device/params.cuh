@@ -1,7 +1,7 @@
 /*
  * The tcgen05 kernel's only parameter, passed by value as a __grid_constant__ (the tensor maps
  * must stay in the param space for TMA), and the scheduler workspace it points to. The host
- * fills the same layout: jit__tc_params_t in kernel_src/tcgen05/tc_launch.h. The generated
+ * fills the same layout: jit__tc_params_t in kernel_src/tcgen05/abi.h. The generated
  * source adds static_asserts with the host's offsets, so a drift fails the compile.
  */
 #ifndef JITGEMM_TCGEN05_PARAMS_CUH

@@ -1,4 +1,4 @@
-// Host-only cross-check of jitgemm's tcgen05 encoders (kernel_src/tcgen05/tc_desc.c) against
+// Host-only cross-check of jitgemm's tcgen05 encoders (kernel_src/tcgen05/desc.c) against
 // NVIDIA's CUTLASS C++ headers (cute, from the PyPI package nvidia-cutlass). Built and run by
 // scripts/tcgen05-checks/cutlass-cpp-compare.sh; no GPU and no device code: only the constexpr
 // descriptor builders, MMA traits and TMEM fragment layouts of cute are evaluated on the host.
@@ -22,11 +22,11 @@
 #include <cute/tensor.hpp>
 #include <cutlass/version.h>
 
-// plan_tc.h is C11 (for the scale-copy descriptor's LBO and SBO); its _Static_assert is C++'s.
+// tcgen05.h is C11 (for the scale-copy descriptor's LBO and SBO); its _Static_assert is C++'s.
 #define _Static_assert static_assert
 extern "C" {
-#include "tcgen05/plan_tc.h"
-#include "tcgen05/tc_desc.h"
+#include "tcgen05/tcgen05.h"
+#include "tcgen05/desc.h"
 }
 
 using namespace cute;
@@ -283,7 +283,7 @@ using SDesc = UMMA::SmemDescriptor;
 struct SField {
     const char *name;
     uint64_t mask;
-    uint64_t ours_mask; // the same field as tc_desc.c's decoder reads it
+    uint64_t ours_mask; // the same field as desc.c's decoder reads it
 };
 
 #define SFIELD(f, om)                                                                              \
@@ -343,7 +343,7 @@ alignas(1024) static uint8_t g_buf[64 * 1024];
 template <class T> void smem_k_sw128(const char *label) {
     // A K-major, 128-byte-swizzled operand tile of 128 rows x 128 bytes of K, as CUTLASS's
     // collective lays it out (Layout_K_SW128_Atom tiled to the tile) and as our planner does
-    // (kernel_src/tcgen05/plan_tc.c: SBO = 8 rows x 128 bytes, LBO 16, swizzle 128B).
+    // (kernel_src/tcgen05/plan.c: SBO = 8 rows x 128 bytes, LBO 16, swizzle 128B).
     constexpr int kElems = 128 * 8 / int(sizeof_bits_v<T>); // 128 bytes of K
     auto layout = tile_to_shape(UMMA::Layout_K_SW128_Atom<T>{}, Shape<_128, Int<kElems>>{});
     auto t = make_tensor(make_smem_ptr(reinterpret_cast<T *>(g_buf)), layout);
@@ -375,7 +375,7 @@ template <class T> void smem_k_sw128(const char *label) {
 void smem_scale_copy() {
     // The tcgen05.cp source: one 512-byte scale chunk, 32 lines of 16 bytes, K-major, no
     // swizzle. CUTLASS builds it with make_umma_desc<K> over the copy's core-matrix tensor
-    // (get_utccp_smem_desc_tensor); ours is sf_desc_hi in kernel_src/tcgen05/tcgen05_gen.c.
+    // (get_utccp_smem_desc_tensor); ours is sf_desc_hi in kernel_src/tcgen05/generate.c.
     auto t = make_tensor(make_smem_ptr(reinterpret_cast<uint8_t *>(g_buf)),
                          Layout<Shape<_32, _16>, Stride<_16, _1>>{});
     SDesc d = quietly([&] { return UMMA::make_umma_desc<UMMA::Major::K>(t); });
@@ -484,7 +484,7 @@ int main(int argc, char **argv) {
         g_control = true;
         argi++;
     }
-    std::printf("CUTLASS %d.%d.%d (cute headers), jitgemm tc_desc.c on sm_100a\n", CUTLASS_MAJOR,
+    std::printf("CUTLASS %d.%d.%d (cute headers), jitgemm desc.c on sm_100a\n", CUTLASS_MAJOR,
                 CUTLASS_MINOR, CUTLASS_PATCH);
     std::printf("%-6s | %-44s | %-18s | %-20s | %-20s | %s\n", "area", "case", "field", "CUTLASS",
                 "jitgemm", "verdict");

@@ -3,7 +3,7 @@
  * stages and the scale factors go (disjoint, or the overlapping layout with reverse traversal
  * and early release on 512-column arches), and which columns and SF IDs each MMA reads.
  */
-#include "plan_tc.h"
+#include "tcgen05.h"
 
 #include <string.h>
 

@@ -1,14 +1,17 @@
 /*
  * Host side of the tcgen05 kernel: tensor-map geometry and encoding, the scheduler workspace,
- * grid sizing from occupancy and the mixed-cluster launch. See tc_launch.h.
+ * grid sizing from occupancy and the mixed-cluster launch. See launch.h.
  *
  * Never run against a Blackwell or Rubin device (none was available): the tests drive these
  * functions with a recording driver table and check every argument against the TMA and launch
  * rules of cuda.h.
  */
-#include "tc_launch.h"
+#include "launch.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "stream_workspace.h"
 
 /* Workspace header: work counter, registration counter, exit counter, padding. */
 #define WORKSPACE_HEADER 16u
@@ -71,7 +74,8 @@ static CUtensorMapSwizzle swizzle_of(jit__tc_swizzle_t s) {
 
 static jit_status_t operand_geom(const jit__plan_t *plan, jit__tc_map_t which, int fallback,
                                  const jit__tc_shape_t *sh, jit__tc_tma_geom_t *g, jit__diag_t *d) {
-    const jit__tc_operand_t *op = which == JIT_TC_MAP_A ? &jit__tc_of(plan)->a : &jit__tc_of(plan)->b;
+    const jit__tc_operand_t *op =
+        which == JIT_TC_MAP_A ? &jit__tc_of(plan)->a : &jit__tc_of(plan)->b;
     const char *name = which == JIT_TC_MAP_A ? "A" : "B";
     int64_t rows = which == JIT_TC_MAP_A ? sh->m : sh->n;
     int64_t ld = which == JIT_TC_MAP_A ? sh->lda : sh->ldb;
@@ -367,9 +371,10 @@ void jit__tc_launch_config(const jit__plan_t *plan, const jit__tc_launch_dims_t 
     }
 }
 
-jit_status_t jit__tc_launch(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
-                            const jit__tc_launch_dims_t *dims, const jit__tc_params_t *params,
-                            CUstream stream, jit__diag_t *d) {
+jit_status_t jit__tc_launch_kernel(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
+                                   const jit__tc_launch_dims_t *dims,
+                                   const jit__tc_params_t *params, CUstream stream,
+                                   jit__diag_t *d) {
     if (params->token_slots < dims->token_slots)
         return jit__fail(d, JIT_INVALID_ARGUMENT,
                          "the workspace has %u token slots; this grid can form %u fallback "
@@ -383,4 +388,72 @@ jit_status_t jit__tc_launch(const jit__driver_t *drv, CUfunction fn, const jit__
     if (r != CUDA_SUCCESS)
         return jit__cuda_fail(drv, r, "cuLaunchKernelEx (tcgen05 kernel)", d);
     return JIT_OK;
+}
+
+/* ---- the family's launch state and hooks ------------------------------------------------ */
+
+/* The occupancy-sized launch shape, made once per loaded kernel, and the scheduler's workspaces:
+ * the kernel's last CTA resets its workspace for the next launch, so two launches must never
+ * share one while they run. Each stream has its own (kernel_src/stream_workspace.h), so
+ * launches on different streams run at once and a launch takes no lock; launches into a stream
+ * capture share one, in order. */
+typedef struct tc_state {
+    jit__tc_launch_dims_t dims;
+    jit__ws_set_t *workspaces;
+} tc_state_t;
+
+void jit__tc_release(const jit__driver_t *drv, void *state) {
+    tc_state_t *s = state;
+    jit__ws_set_destroy(drv, s->workspaces);
+    free(s);
+}
+
+jit_status_t jit__tc_prepare(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
+                             void **state, jit__diag_t *d) {
+    tc_state_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return jit__fail(d, JIT_OUT_OF_MEMORY, "tcgen05 launch state");
+    jit_status_t st = jit__tc_launch_dims_query(drv, fn, plan, NULL, &s->dims, d);
+    if (st == JIT_OK) {
+        /* All of it is counters and token slots, which the kernel expects zero. */
+        size_t bytes = jit__tc_workspace_bytes(s->dims.token_slots);
+        st = jit__ws_set_create(drv, bytes, bytes, &s->workspaces, d);
+    }
+    if (st != JIT_OK) {
+        jit__tc_release(drv, s);
+        return st;
+    }
+    *state = s;
+    return JIT_OK;
+}
+
+/* One call, given the workspace of its stream. */
+typedef struct tc_call {
+    CUfunction fn;
+    const jit__plan_t *plan;
+    const tc_state_t *state;
+    const jit__launch_args_t *args;
+} tc_call_t;
+
+static jit_status_t launch_with(const jit__driver_t *drv, CUdeviceptr ws, CUstream stream,
+                                void *arg, jit__diag_t *d) {
+    const tc_call_t *c = arg;
+    const jit__launch_args_t *a = c->args;
+    const jit_problem_t *p = a->problem;
+    /* The tensor maps hold the operands' addresses, so they are encoded for every call. */
+    jit__tc_shape_t shape = {p->m, p->n, p->k, a->lda, a->ldb, a->ldd};
+    jit__tc_params_t params;
+    jit_status_t st =
+        jit__tc_params_build(drv, c->plan, &shape, a->operands, p->alpha, a->ldr,
+                             (void *)(uintptr_t)ws, c->state->dims.token_slots, &params, d);
+    if (st != JIT_OK)
+        return st;
+    return jit__tc_launch_kernel(drv, c->fn, c->plan, &c->state->dims, &params, stream, d);
+}
+
+jit_status_t jit__tc_launch(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
+                            void *state, const jit__launch_args_t *a, jit__diag_t *d) {
+    tc_state_t *s = state;
+    tc_call_t call = {fn, plan, s, a};
+    return jit__ws_launch(drv, s->workspaces, a->stream, launch_with, &call, d);
 }

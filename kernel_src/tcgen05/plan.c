@@ -2,15 +2,16 @@
  * The tcgen05 planner: from a block-scaled spec, a token band, an SM count and an arch profile
  * to everything the generator needs (kind, instruction shape, descriptors, SMEM and TMEM maps,
  * clusters, grid). This file holds the formats, the tile and cluster choices and the planner
- * itself; the SMEM layout is plan_tc_smem.c, the TMEM layout plan_tc_tmem.c, the JSON form
- * plan_tc_json.c. Pure; the rules and their sources are docs/hardware-facts.md F7-F15.
+ * itself; the SMEM layout is plan_smem.c, the TMEM layout plan_tmem.c, the JSON form
+ * plan_json.c. Pure; the rules and their sources are docs/hardware-facts.md F7-F15.
  *
  * Decisions worth knowing:
  * - FP4 x FP4 always uses kind::mxf4nvf4 (".block16" or ".block32"), MXFP4 included. That is
  *   what FlashInfer's sm_107a kernels do (docs/hardware-facts.md F8); the descriptor bits equal
  *   kind::mxf4's, and one spelling for every arch keeps the generator free of a kind switch.
- * - Mixed precision takes E2M1 on either side (weights as B with FP8 activations as A, as the
- *   issue words it, or the swap-AB form with E2M1 as A); the descriptor looks up each code.
+ * - Mixed precision takes E2M1 on either side (E2M1 weights as B with FP8 activations as A,
+ *   the usual W4A8 layout, or the swap-AB form with E2M1 as A); the descriptor looks up each
+ *   code.
  * - The tile K is one 128-byte swizzle atom of the operand with the widest K bytes: 256 for the
  *   FP4 kinds, 128 for mxf8f6f4, on every arch; the instruction K (docs/hardware-facts.md F9)
  *   then gives 4 instructions per tile on sm_100a/103a and 2 on sm_107a. sm_103a's K=96 mode is
@@ -23,7 +24,7 @@
  * - TMEM: accumulator stages first, then SFA, then SFB. Disjoint stages when they fit, else
  *   (512-column arches only) the overlapping layout with reverse traversal and early release.
  */
-#include "plan_tc.h"
+#include "tcgen05.h"
 
 #include <stdio.h>
 #include <string.h>

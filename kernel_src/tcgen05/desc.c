@@ -1,5 +1,5 @@
 /*
- * tcgen05 descriptor encoders (see tc_desc.h). The instruction descriptor is validated field by
+ * tcgen05 descriptor encoders (see desc.h). The instruction descriptor is validated field by
  * field before it is assembled, because a wrong descriptor does not fault: it computes wrong
  * numbers. Where the arch profile carries no field for a difference (sm_103a's K=96 mode), a
  * single helper below names it, so the rest of the file stays free of arch names.
@@ -7,7 +7,7 @@
  * Field placement: docs/hardware-facts.md F7 (sm_100a/103a from the PTX ISA tables, sm_107a from
  * CUTLASS's sm_107 descriptors), format codes F8, legality F9, SMEM descriptor F11.
  */
-#include "tc_desc.h"
+#include "desc.h"
 
 #include <stddef.h>
 

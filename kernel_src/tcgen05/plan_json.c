@@ -1,7 +1,7 @@
 /*
  * The tcgen05 plan as JSON (the "tcgen05" object of a plan; fields in docs/plan.md).
  */
-#include "plan_tc.h"
+#include "tcgen05.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /*
  * Internal interface of the tcgen05 generator (family tcgen05_blockscaled). The device code is
- * kernel_src/tcgen05/device/ (*.cuh); tcgen05_gen.c writes the per-plan prologue (TcPlan) and the
+ * kernel_src/tcgen05/device/ (*.cuh); generate.c writes the per-plan prologue (TcPlan) and the
  * entry point that instantiates it.
  *
  * The generator decides nothing that depends on the arch or the shape: every number comes from
@@ -10,15 +10,15 @@
  * read from SMEM by both MMAs of a K-block, which gives the same result), and a plan whose TMEM
  * allocation needs `tcgen05.alloc.exclusive` (more than 512 columns) is refused for the fallback.
  */
-#ifndef JIT_TCGEN05_GEN_H
-#define JIT_TCGEN05_GEN_H
+#ifndef JIT_TCGEN05_GENERATE_H
+#define JIT_TCGEN05_GENERATE_H
 
 #include <stdint.h>
 
 #include "diag.h"
 #include "key.h"
-#include "plan_tc.h"
 #include "strbuf.h"
+#include "tcgen05.h"
 
 /* Work-ID ring depth: the scheduler may run this many tiles ahead of the slowest reader. */
 #define JIT_TCG_WORK_SLOTS 4

@@ -9,8 +9,8 @@
  * 5 under mxf8f6f4 (where 1 means E5M2). Legality (M, N, K per kind, cta_group and arch) is
  * checked before any bit is written, so an illegal combination is an error, never a descriptor.
  */
-#ifndef JIT_TC_DESC_H
-#define JIT_TC_DESC_H
+#ifndef JIT_TCGEN05_DESC_H
+#define JIT_TCGEN05_DESC_H
 
 #include <stdint.h>
 

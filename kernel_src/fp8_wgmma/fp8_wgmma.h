@@ -2,8 +2,8 @@
  * The FP8 wgmma family (sm_90a): TMA loads into an mbarrier-guarded shared-memory ring,
  * wgmma.mma_async e4m3 x e4m3 issued by two consumer warpgroups, a producer warpgroup that gives
  * its registers away, a persistent grid in grouped raster order, and the row-scaled epilogues.
- * The kernel is kernel_src/fp8_wgmma/device/fp8_wgmma.cuh; docs/kernels-fp8-wgmma.md describes
- * it and its cost model.
+ * The kernel is kernel_src/fp8_wgmma/device/kernel.cuh and its roles; docs/kernels-fp8-wgmma.md
+ * describes it and its cost model.
  */
 #ifndef JIT_FP8_WGMMA_H
 #define JIT_FP8_WGMMA_H
@@ -35,8 +35,8 @@ typedef struct jit__wgmma_plan {
     int producer_regs; /* setmaxnreg budgets */
     int consumer_regs;
     int store_warps; /* tiles: the producer warpgroup's spare warps write D (not linear_add) */
-    int ksub;  /* decode: 128-K blocks per stage */
-    int split; /* decode: k-splits per tile (1: no workspace) */
+    int ksub;        /* decode: 128-K blocks per stage */
+    int split;       /* decode: k-splits per tile (1: no workspace) */
 } jit__wgmma_plan_t;
 
 _Static_assert(sizeof(jit__wgmma_plan_t) <= JIT_PLAN_PAYLOAD_BYTES, "wgmma payload");
@@ -68,7 +68,7 @@ int jit__wgmma_promote_mode(void);
  * (the family's check_switches). */
 int jit__wgmma_group_m(void);
 
-/* The same for the decode kernel (device/fp8_wgmma_decode.cuh). */
+/* The same for the decode kernel (device/decode.cuh). */
 uint32_t jit__wgmma_decode_smem_bytes(int bw, int tok, int stages, int ksub, int split);
 
 /* CTAs for M tokens. Tiles: the persistent grid, one CTA per work unit (a cluster's m-tiles of
@@ -100,6 +100,20 @@ void jit__wgmma_decode_params(const jit__launch_args_t *a, const jit__wgmma_tmap
 /* Decode with split K: the workspace's partials and counters for up to M tokens. */
 size_t jit__wgmma_decode_workspace_bytes(const jit__plan_t *plan, int64_t m);
 size_t jit__wgmma_decode_counter_bytes(const jit__plan_t *plan, int64_t m);
+
+/* ---- the planner (plan.c) and the launch (launch.c): the family's hooks ---- */
+
+/* Plan with the cost model: every tile and cluster candidate and, for bands 0 and 1, the decode
+ * candidates, weighed over the band's sample M; replan takes candidate `index` instead. */
+jit_status_t jit__wgmma_plan(jit__plan_t *plan, jit__diag_t *d);
+jit_status_t jit__wgmma_replan(jit__plan_t *plan, int index, jit__diag_t *d);
+
+/* The launch state of a loaded kernel, one call's launch, and freeing the state. */
+jit_status_t jit__wgmma_prepare(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
+                                void **state, jit__diag_t *d);
+jit_status_t jit__wgmma_launch(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
+                               void *state, const jit__launch_args_t *a, jit__diag_t *d);
+void jit__wgmma_release(const jit__driver_t *drv, void *state);
 
 /* The source of a plan of this family (generate.c). */
 jit_status_t jit__gen_fp8_wgmma(const jit__plan_t *plan, const jit__key_t *key, char **source,

@@ -22,6 +22,11 @@ static inline const jit__mma_sync_plan_t *jit__mma_sync_cof(const jit__plan_t *p
     return (const jit__mma_sync_plan_t *)(const void *)plan->payload.bytes;
 }
 
+/* The plan of a band's tile (plan.c) and one call's launch (launch.c): the family's hooks. */
+jit_status_t jit__mma_sync_plan(jit__plan_t *plan, jit__diag_t *d);
+jit_status_t jit__mma_sync_launch(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
+                                  void *state, const jit__launch_args_t *a, jit__diag_t *d);
+
 /* The source of a plan of this family (generate.c). */
 jit_status_t jit__gen_fp8_mma_sync(const jit__plan_t *plan, const jit__key_t *key, char **source,
                                    jit__diag_t *d);

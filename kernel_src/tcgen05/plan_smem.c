@@ -8,10 +8,11 @@
  * it begins after the arch's reserved block (1 KiB, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_
  * PER_BLOCK). So every operand stage must end at or below the field's limit counted from 0,
  * i.e. reserved + offset + size <= 1 << (bits + 4). Measuring from the start of the dynamic
- * window instead let an operand ending in the last KiB below 256 KiB wrap to address 0
- * (issue 10, finding 1). The kernel re-checks the real address at start (kernel.cuh).
+ * window instead would let an operand ending in the last KiB below 256 KiB wrap to address 0,
+ * and the MMA read the wrong bytes without a fault. The kernel re-checks the real address at
+ * start (kernel.cuh).
  */
-#include "plan_tc.h"
+#include "tcgen05.h"
 
 static uint32_t align_up(uint32_t v, uint32_t a) {
     return a ? (v + a - 1) / a * a : v;

@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "tc_launch.h"
-#include "tcgen05_gen.h"
+#include "generate.h"
+#include "launch.h"
 
 static int is_pow2(int v) {
     return v > 0 && (v & (v - 1)) == 0;
@@ -28,7 +28,7 @@ static int is_pow2(int v) {
  * not only in the instruction descriptor. So a plan is fallback-safe only if the check target
  * would encode the same descriptor and keep the same operand storage. With the sm_107a
  * profile no block-scaled plan is (its K is widened for every kind), so the fallback refuses
- * them instead of building a kernel that silently computes the wrong K (issue 10, finding 2).
+ * them instead of building a kernel that silently computes the wrong K.
  * Planning the fallback with the sm_100a profile would be the alternative; the plan is made
  * before the toolchain is known, so it is not done here. */
 static jit_status_t check_fallback_semantics(const jit__plan_t *plan, const jit__key_t *key,
@@ -170,7 +170,7 @@ jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__ke
     const int bits = jit__tc_smem_desc_addr_bits(plan->arch);
     g->a_desc_hi = jit__tc_smem_desc(bits, 0, tc->a.lbo, tc->a.sbo, tc->a.swizzle, 0);
     g->b_desc_hi = jit__tc_smem_desc(bits, 0, tc->b.lbo, tc->b.sbo, tc->b.swizzle, 0);
-    /* A 512-byte scale chunk (plan_tc.h says why these LBO and SBO). */
+    /* A 512-byte scale chunk (tcgen05.h says why these LBO and SBO). */
     g->sf_desc_hi =
         jit__tc_smem_desc(bits, 0, JIT_TC_SF_DESC_LBO, JIT_TC_SF_DESC_SBO, JIT_TC_SWIZZLE_NONE, 0);
 
@@ -482,7 +482,7 @@ static void emit_schedule_checks(const jit__tcg_t *g) {
                    offsetof(jit__tc_params_t, field))
 
 /* The parameter block is declared in tcgen05/device/params.cuh; these pin it to the host's
- * jit__tc_params_t (kernel_src/tcgen05/tc_launch.h). __INTADDR__ is the front end's constant
+ * jit__tc_params_t (kernel_src/tcgen05/abi.h). __INTADDR__ is the front end's constant
  * offset: NVRTC 13.0 has no __builtin_offsetof and the source includes no <cstddef>. */
 static void emit_param_checks(const jit__tcg_t *g) {
     jit__sb_printf(g->sb,

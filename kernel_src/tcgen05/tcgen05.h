@@ -1,8 +1,8 @@
 /*
  * The tcgen05 family's plan payload: instruction kind, shape and descriptor,
  * operand SMEM layouts, the SMEM and TMEM maps, cluster shapes and the grid estimate. Filled by
- * the tcgen05 planner (jit/plan_tc.c); the generator reads it and makes no decision of its own
- * that depends on arch or shape. Figures and rules: docs/hardware-facts.md F7-F15.
+ * the tcgen05 planner (kernel_src/tcgen05/plan.c); the generator reads it and makes no decision
+ * of its own that depends on arch or shape. Figures and rules: docs/hardware-facts.md F7-F15.
  *
  * Conventions. plan->tile_m/tile_n/tile_k are the MMA tile over the CTA pair (tile_m 128 for
  * one CTA, 256 for cta_group::2, 512 with B-reuse); the per-CTA shares are cta_rows_a and
@@ -12,17 +12,17 @@
  *
  * The payload lives in the plan's family-private bytes (jit/plan.h); jit__tc_of() reads it.
  */
-#ifndef JIT_PLAN_TC_H
-#define JIT_PLAN_TC_H
+#ifndef JIT_TCGEN05_H
+#define JIT_TCGEN05_H
 
 #include <stdint.h>
 
 #include "arch.h"
+#include "desc.h"
 #include "diag.h"
 #include "families.h"
 #include "jitgemm.h"
 #include "plan.h"
-#include "tc_desc.h"
 
 /* How an operand sits in SMEM, as its TMA box and MMA descriptor see it. */
 typedef enum jit__tc_operand_storage {
@@ -255,7 +255,7 @@ jit_status_t jit__tc_tmem_plan(int capacity, int acc_columns, int m_halves, int 
                                jit__tc_tmem_plan_t *out, jit__diag_t *d);
 
 /* Stage count of the SMEM budget formula: (cap - reserved - c_bytes) / per_stage, 0 if none. */
-/* plan_tc_smem.c: the stage count and SMEM layout of `tc` (operands already set), checked. */
+/* plan_smem.c: the stage count and SMEM layout of `tc` (operands already set), checked. */
 jit_status_t jit__tc_plan_smem(jit__tc_plan_t *tc, const jit__arch_profile_t *arch, int acc_stages,
                                jit__diag_t *d);
 

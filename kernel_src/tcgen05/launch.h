@@ -1,7 +1,6 @@
 /*
- * Host side of the tcgen05 kernel: its parameter block (mirrored field for field by the struct
- * the generator emits, which checks the offsets with static_asserts), the TMA tensor maps
- * (cuTensorMapEncodeTiled through the driver table), the device workspace of the mixed-cluster
+ * Host side of the tcgen05 kernel: the parameter block (abi.h) filled for a call, the TMA tensor
+ * maps (cuTensorMapEncodeTiled through the driver table), the device workspace of the mixed-cluster
  * scheduler and the launch configuration (preferred + fallback cluster attributes in one
  * cuLaunchKernelEx, grid sized by floor division from occupancy).
  *
@@ -13,37 +12,18 @@
  * the K coordinate units and box shapes, so the kernel's coordinates and the host's maps cannot
  * drift apart.
  */
-#ifndef JIT_TC_LAUNCH_H
-#define JIT_TC_LAUNCH_H
+#ifndef JIT_TCGEN05_LAUNCH_H
+#define JIT_TCGEN05_LAUNCH_H
 
 #include <cuda.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "abi.h"
 #include "diag.h"
 #include "driver.h"
-#include "plan_tc.h"
-
-/* A CUtensorMap as the kernel parameter holds it: 128 bytes, 64-byte aligned. */
-typedef struct jit__tc_tmap {
-    _Alignas(64) uint64_t w[16];
-} jit__tc_tmap_t;
-
-/* The kernel's only parameter, passed by value (__grid_constant__). [0] of a and b is for the
- * preferred cluster shape, [1] for the fallback shape (a copy of [0] when there is none). */
-typedef struct jit__tc_params {
-    jit__tc_tmap_t a[2];
-    jit__tc_tmap_t b[2];
-    jit__tc_tmap_t sfa, sfb;
-    jit__tc_tmap_t d;
-    const void *residual; /* BF16 [M, N] (linear_add) */
-    void *workspace;      /* jit__tc_workspace_bytes(token_slots), zero before the first launch */
-    int64_t m;            /* tokens */
-    int64_t ld_residual;  /* elements */
-    float alpha;
-    uint32_t token_slots; /* fallback token slots in the workspace */
-    uint32_t pad_[6];
-} jit__tc_params_t;
+#include "family.h"
+#include "tcgen05.h"
 
 /* Workspace bytes for `token_slots` fallback clusters: three counters, padding, the slots. The
  * kernel's last CTA resets it, so it is zeroed once when allocated and never again. */
@@ -138,8 +118,16 @@ void jit__tc_launch_config(const jit__plan_t *plan, const jit__tc_launch_dims_t 
                            CUstream stream, CUlaunchConfig *cfg, CUlaunchAttribute attrs[2]);
 
 /* cuLaunchKernelEx with the parameter block as the only argument. */
+jit_status_t jit__tc_launch_kernel(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
+                                   const jit__tc_launch_dims_t *dims,
+                                   const jit__tc_params_t *params, CUstream stream, jit__diag_t *d);
+
+/* The family's hooks (jit__family_t's prepare, launch and release): the launch state made once
+ * per loaded kernel, one call's parameters and launch, and freeing the state. */
+jit_status_t jit__tc_prepare(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
+                             void **state, jit__diag_t *d);
 jit_status_t jit__tc_launch(const jit__driver_t *drv, CUfunction fn, const jit__plan_t *plan,
-                            const jit__tc_launch_dims_t *dims, const jit__tc_params_t *params,
-                            CUstream stream, jit__diag_t *d);
+                            void *state, const jit__launch_args_t *a, jit__diag_t *d);
+void jit__tc_release(const jit__driver_t *drv, void *state);
 
 #endif
