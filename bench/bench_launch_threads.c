@@ -173,7 +173,7 @@ static int raw_wgmma(worker_t *w) {
                          !cu_ok(drv, drv->cuMemsetD8(w->workspace, 0, counters), "cuMemsetD8")))
             return -1;
         jit_operands_t o = operands_of(sh, w->d_raw);
-        jit__launch_args_t args = {&sh->prob, &o, PROB_K, PROB_K, PROB_N, PROB_N, w->stream};
+        jit__launch_args_t args = {&sh->prob, &o, PROB_K, PROB_K, PROB_N, PROB_N, w->stream, 0, 0};
         jit__wgmma_decode_params(&args, &ma, &mb, w->workspace ? w->workspace + at : 0,
                                  w->workspace, &w->params.decode);
         return 0;
