@@ -757,7 +757,7 @@ static void *launch_once(void *arg) {
     jit_operands_init(&ops);
     static _Alignas(16) unsigned char fake[64];
     ops.a = ops.b = ops.scale_a = ops.scale_b = ops.d = fake;
-    jit__launch_args_t args = {&prob, &ops, prob.k, prob.k, prob.n, prob.n, (CUstream)l->stream};
+    jit__launch_args_t args = {&prob, &ops, prob.k, prob.k, prob.n, prob.n, (CUstream)l->stream, 0, 0};
     jit__diag_t d;
     jit__diag_init(&d);
     l->status = l->plan->family->launch(l->drv, NULL, l->plan, l->state, &args, &d);
