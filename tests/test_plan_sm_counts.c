@@ -13,12 +13,12 @@
 #include <string.h>
 
 #include "family.h"
-#include "fp8_mma_sync/mma_sync.h"
-#include "fp8_wgmma/wgmma.h"
+#include "fp8_mma_sync/fp8_mma_sync.h"
+#include "fp8_wgmma/fp8_wgmma.h"
 #include "key.h"
 #include "plan.h"
-#include "tcgen05/plan_tc.h"
-#include "tcgen05/tc_launch.h"
+#include "tcgen05/tcgen05.h"
+#include "tcgen05/launch.h"
 
 #define MAX_SMS 1024
 

@@ -966,7 +966,7 @@ Test(codegen_tc, family_launch_has_a_workspace_per_stream) {
     jit_operands_init(&ops);
     ops.a = buf[0], ops.b = buf[1], ops.scale_a = buf[2], ops.scale_b = buf[3];
     ops.residual = buf[4], ops.d = buf[5];
-    jit__launch_args_t args = {&prob, &ops, 0, 0, 0, 0, (CUstream)(uintptr_t)0x20};
+    jit__launch_args_t args = {&prob, &ops, 0, 0, 0, 0, (CUstream)(uintptr_t)0x20, 0, 0};
     void *first[2];
     for (int round = 0; round < 3; round++) {
         for (int s = 0; s < 2; s++) {
