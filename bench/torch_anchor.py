@@ -188,7 +188,7 @@ class Inputs:
 
 def family_tolerance(family, ref, mag):
     import numpy as np
-    acc = 2.0 ** -12 if family == "fp8_wgmma" else 1e-5
+    acc = 2.0 ** -10 if family in ("fp8_wgmma", "fp8_block_wgmma") else 1e-5
     return np.abs(ref) * 2.0 ** -8 + acc * mag + 2.0 ** -100
 
 

@@ -99,7 +99,7 @@ def compare(torch, got, ref, mag):
     unwritten = int((got.view(torch.int16) == -1).sum().item())
     g = got.double().cpu().numpy()
     err = np.abs(g - ref)
-    tol = np.abs(ref) * 2.0 ** -8 + 2.0 ** -12 * mag + 2.0 ** -100
+    tol = np.abs(ref) * 2.0 ** -8 + 2.0 ** -10 * mag + 2.0 ** -100
     ratio = np.where(np.isfinite(err), err / tol, np.inf)
     return float(ratio.max()), unwritten
 

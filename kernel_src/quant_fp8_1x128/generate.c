@@ -72,7 +72,7 @@ static void emit_abi_asserts(jit__sb_t *sb) {
     };
     for (size_t i = 0; i < sizeof(k_fields) / sizeof(k_fields[0]); i++)
         jit__sb_printf(sb,
-                       "static_assert(__builtin_offsetof(QuantParams, %s) == %zu, \"abi.h\");\n",
+                       "static_assert(__INTADDR__(&((QuantParams *)0)->%s) == %zu, \"abi.h\");\n",
                        k_fields[i].field, k_fields[i].offset);
     jit__sb_printf(sb, "static_assert(sizeof(QuantParams) == %zu, \"abi.h\");\n",
                    sizeof(jit__quant_params_t));

@@ -79,5 +79,5 @@ double jit__ref_tolerance(double ref, double mag) {
 }
 
 double jit__ref_tolerance_fp8_tensor(double ref, double mag) {
-    return ldexp(fabs(ref), -8) + 0x1p-12 * mag + 0x1p-100;
+    return ldexp(fabs(ref), -8) + 0x1p-10 * mag + 0x1p-100;
 }

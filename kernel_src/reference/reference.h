@@ -42,12 +42,14 @@ void jit__ref_add_residual(const uint16_t *residual, int64_t ldr, int64_t r, int
 double jit__ref_tolerance(double ref, double mag);
 
 /* The tolerance of FP8 tensor-core GEMMs whose MMA accumulates with reduced precision and whose
- * kernel promotes the partial sums to FP32 registers every 128 K (the wgmma family): half a BF16
- * ulp, plus 2^-12 * mag, plus the same 2^-100 floor. Hopper's FP8 wgmma keeps about 14 bits of
- * its running sum inside one MMA chain (docs/kernels-fp8-wgmma.md gives the sources and the
- * measured error), so each 128-K block's partial is off by up to about 2^-13 of the magnitude
- * of its own products; summed over the blocks that stays under 2^-13 * mag, and 2^-12 leaves a
- * factor of two. A layout or indexing bug still shows: it is off by O(|ref|). */
+ * kernel promotes the partial sums to FP32 registers every 128 K (the wgmma families): half a
+ * BF16 ulp, plus 2^-10 * mag, plus the same 2^-100 floor. Hopper's FP8 wgmma keeps about 14 bits
+ * of its running sum inside one MMA chain, so each 128-K block's partial is off by a small share
+ * of the magnitude of its own products; on the H200 that share reached 2^-10.6 (the worst of
+ * about 11 million outputs of tests/test_gpu_blockscaled.c, whose block scales let one block
+ * carry nearly all of an output's magnitude; cuBLAS's blockwise kernel gave the same worst error
+ * on the anchor's data). docs/kernels-fp8-wgmma.md, "Accumulation", has the figures. A layout or
+ * indexing bug still shows: it is off by O(|ref|). */
 double jit__ref_tolerance_fp8_tensor(double ref, double mag);
 
 /* Block-scaled GEMM (route tcgen05, docs/hardware-facts.md F5): out[m][j] for j < Nout, before

@@ -4,7 +4,7 @@
  * Family quant_fp8_1x128: a half-warp per group, 16-byte loads, amax by shuffles,
  * scale = amax / 448, q = e4m3(x / scale).
  *
- * key:    jitgemm key=5 family=quant_fp8_1x128 device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_90a target=sm_90a fallback=0 band=4 n=0 k=7184 a=bf16 b=none out=e4m3 scales=128x128 epilogue=quantize_fp8_1x128 tile=1x1x128 stages=1 threads=256 cluster=1x1 fallback_cluster=0x0 scale_type=f32 unroll=2 min_blocks=4 code=fa5d8a7ec9d18d419c1e4cdf233ace31
+ * key:    jitgemm key=5 family=quant_fp8_1x128 device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_90a target=sm_90a fallback=0 band=4 n=0 k=7184 a=bf16 b=none out=e4m3 scales=128x128 epilogue=quantize_fp8_1x128 tile=1x1x128 stages=1 threads=256 cluster=1x1 fallback_cluster=0x0 scale_type=f32 unroll=2 min_blocks=4 code=aee49ca95d7028715784c599c7f07ea9
  * hash:   kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
  * target: sm_90a
  *
@@ -22,14 +22,14 @@ struct Plan {
 };
 typedef QuantKernel<Plan> Kernel;
 static_assert(Kernel::GROUPS == 57, "the plan's groups per row");
-static_assert(__builtin_offsetof(QuantParams, q) == 8, "abi.h");
-static_assert(__builtin_offsetof(QuantParams, sfa) == 16, "abi.h");
-static_assert(__builtin_offsetof(QuantParams, m) == 24, "abi.h");
-static_assert(__builtin_offsetof(QuantParams, ldx) == 32, "abi.h");
-static_assert(__builtin_offsetof(QuantParams, ldq) == 40, "abi.h");
-static_assert(__builtin_offsetof(QuantParams, sfa_stride_m) == 48, "abi.h");
-static_assert(__builtin_offsetof(QuantParams, sfa_stride_k) == 56, "abi.h");
-static_assert(__builtin_offsetof(QuantParams, pow2_scales) == 64, "abi.h");
+static_assert(__INTADDR__(&((QuantParams *)0)->q) == 8, "abi.h");
+static_assert(__INTADDR__(&((QuantParams *)0)->sfa) == 16, "abi.h");
+static_assert(__INTADDR__(&((QuantParams *)0)->m) == 24, "abi.h");
+static_assert(__INTADDR__(&((QuantParams *)0)->ldx) == 32, "abi.h");
+static_assert(__INTADDR__(&((QuantParams *)0)->ldq) == 40, "abi.h");
+static_assert(__INTADDR__(&((QuantParams *)0)->sfa_stride_m) == 48, "abi.h");
+static_assert(__INTADDR__(&((QuantParams *)0)->sfa_stride_k) == 56, "abi.h");
+static_assert(__INTADDR__(&((QuantParams *)0)->pow2_scales) == 64, "abi.h");
 static_assert(sizeof(QuantParams) == 96, "abi.h");
 
 extern "C" __global__ void __launch_bounds__(Plan::THREADS, Plan::MIN_BLOCKS)
