@@ -14,6 +14,7 @@
 /* The built-in families, most specialised first: a family later in the table only sees the
  * problems the earlier ones declined. */
 static const jit__family_t *const k_builtin[] = {
+    &jit__family_fp8_grouped_wgmma,
     &jit__family_fp8_wgmma,
     &jit__family_fp8_mma_sync,
     &jit__family_tcgen05,
@@ -172,6 +173,8 @@ jit_status_t jit__plan_make(const jit__gemm_spec_t *spec, int token_band, int sm
     for (size_t i = 0; i < n; i++) {
         if (only && *only && strcmp(only, t[i]->name) != 0)
             continue;
+        if ((spec->groups > 0) != (t[i]->grouped != 0))
+            continue;
         jit__diag_init(&why);
         st = t[i]->supports(spec, arch, &why);
         if (st == JIT_OK) {
@@ -247,9 +250,10 @@ jit_status_t jit__plan_make(const jit__gemm_spec_t *spec, int token_band, int sm
         return st;
     }
     return jit__fail(d, JIT_UNSUPPORTED,
-                     "no kernel family computes %s x %s with %s scales and %s output on %s",
-                     jit_dtype_name(spec->a), jit_dtype_name(spec->b),
-                     jit_scale_mode_name(spec->scales), jit_dtype_name(spec->out), arch->name);
+                     "no kernel family computes %s%s x %s with %s scales and %s output on %s",
+                     spec->groups > 0 ? "grouped " : "", jit_dtype_name(spec->a),
+                     jit_dtype_name(spec->b), jit_scale_mode_name(spec->scales),
+                     jit_dtype_name(spec->out), arch->name);
 }
 
 const char *jit__plan_kernel_name(const jit__plan_t *plan) {

@@ -76,9 +76,12 @@ int jit__cli_context_mode(const char *cache_dir, const char *arch, int sm_count,
                           jit_compile_mode_t mode, jit_context_t **out);
 
 /* The problem options inspect and run share: --op --n --k --tokens --a --b --scales
- * --out-dtype. Texts in, a filled problem out; 0 or JIT_CLI_USAGE. */
+ * --out-dtype, and for a grouped problem --groups --layout --expected-m (--layout and
+ * --expected-m need --groups; --layout defaults to contiguous). Texts in, a filled problem out;
+ * 0 or JIT_CLI_USAGE. */
 typedef struct jit__cli_problem_args {
     const char *op, *n, *k, *tokens, *a, *b, *scales, *out_dtype;
+    const char *groups, *layout, *expected_m;
 } jit__cli_problem_args_t;
 int jit__cli_problem(const char *verb, const jit__cli_problem_args_t *args, jit_problem_t *p);
 
