@@ -131,6 +131,12 @@ int jit__cli_cache(int argc, char **argv);
 int jit__cli_cache_archive(const char *action, const char *file, const char *cache_dir,
                            const char *arch, int shared, int json);
 int jit__cli_run(int argc, char **argv);
+/* `run` of a grouped problem (cmd_run_grouped.c): random routing, checked, then timed. */
+struct jit__driver;
+struct jit__family;
+int jit__cli_run_grouped(const struct jit__driver *drv, jit_context_t *ctx,
+                         const struct jit__family *fam, const jit_problem_t *p, uint64_t seed,
+                         int iters, FILE *txt);
 
 /* `cache stats` on an open cache (cmd_cache_stats.c); 0 or JIT_CLI_FAILED. */
 struct jit__cache;

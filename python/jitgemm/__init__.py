@@ -1,13 +1,14 @@
 """jitgemm: run-time compiled FP8 GEMM kernels for NVIDIA GPUs, from Python.
 
 A thin ctypes layer over the shared library libjitgemm.so (include/jitgemm.h); no compiler is
-needed to install it. `gemm` takes PyTorch tensors; `prewarm` and `inspect` need neither a GPU
-nor PyTorch. Where the library is looked for: docs/python.md (or jitgemm._lib's docstring).
+needed to install it. `gemm` and `gemm_grouped` (mixture-of-experts: every expert in one call)
+take PyTorch tensors; `prewarm` and `inspect` need neither a GPU nor PyTorch. Where the library is looked for: docs/python.md (or jitgemm._lib's docstring).
 """
 
 from ._compile import cache_dir_of, inspect, prewarm
 from ._errors import JitError, status_name, status_names, status_string
 from ._gemm import context, gemm
+from ._grouped import gemm_grouped
 from ._lib import LibraryNotFound
 
 __version__ = "0.1.0"
@@ -18,6 +19,7 @@ __all__ = [
     "cache_dir_of",
     "context",
     "gemm",
+    "gemm_grouped",
     "inspect",
     "library_path",
     "library_version",

@@ -31,6 +31,7 @@ STATUS_CACHE_ERROR = -12
 DTYPE_E4M3, DTYPE_E5M2, DTYPE_E2M1, DTYPE_BF16, DTYPE_F32 = 1, 2, 3, 4, 5
 SCALE_ROW = 1
 EPILOGUE_LINEAR, EPILOGUE_LINEAR_ADD, EPILOGUE_LINEAR_SWIGLU = 1, 2, 3
+GROUPS_CONTIGUOUS, GROUPS_MASKED = 1, 2
 
 INSPECT_STAGES = {"key": 1, "plan": 2, "source": 3, "ptx": 4, "entry": 5}
 PREWARM_RESULTS = {0: "compiled", 1: "cached", 2: "failed"}
@@ -53,6 +54,10 @@ class Problem(ctypes.Structure):
         ("ldd", ctypes.c_int64),
         ("ld_residual", ctypes.c_int64),
         ("alpha", ctypes.c_float),
+        ("groups", ctypes.c_int64),
+        ("layout", ctypes.c_int),
+        ("expected_m", ctypes.c_int64),
+        ("group_flags", ctypes.c_uint32),
     ]
 
 
@@ -65,6 +70,9 @@ class Operands(ctypes.Structure):
         ("scale_b", ctypes.c_void_p),
         ("residual", ctypes.c_void_p),
         ("d", ctypes.c_void_p),
+        ("group_offsets", ctypes.c_void_p),
+        ("group_counts", ctypes.c_void_p),
+        ("gather_index", ctypes.c_void_p),
     ]
 
 
@@ -175,6 +183,10 @@ def _declare(lib):
         "jit_context_arch": (c_char_p, [c_void_p]),
         "jit_context_sm_count": (c_int, [c_void_p]),
         "jit_gemm": (c_int, [c_void_p, ctypes.POINTER(Problem), ctypes.POINTER(Operands), c_void_p]),
+        "jit_gemm_grouped": (
+            c_int,
+            [c_void_p, ctypes.POINTER(Problem), ctypes.POINTER(Operands), c_void_p],
+        ),
         "jit_prewarm": (
             c_int,
             [c_void_p, ctypes.POINTER(Problem), ctypes.c_size_t, c_int, PROGRESS_FN, c_void_p],
