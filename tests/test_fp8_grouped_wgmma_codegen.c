@@ -250,6 +250,73 @@ Test(fp8_grouped_wgmma, compiles_every_candidate_tile, .timeout = 600) {
     }
 }
 
+/* ---- the swap-AB route ----------------------------------------------------------------------- */
+
+/* Weighed up to 64 rows per expert only, with token tiles of 16, 32 and 64, and when taken its
+ * route, token tile and N buckets are in the key and the JSON. */
+Test(fp8_grouped_wgmma, swap_route_is_weighed_for_decode_bands_only) {
+    jit__gemm_spec_t s = spec_of(8, JIT_GROUPS_CONTIGUOUS, 7168, 2048, JIT_EPILOGUE_LINEAR);
+    for (int band = 0; band < JIT_TOKEN_BANDS; band++) {
+        jit__plan_t p;
+        make_plan(band, &s, &p);
+        int swaps = 0;
+        for (int i = 0; i < p.n_candidates; i++)
+            if (strcmp(p.candidates[i].route, "grouped_swap") == 0) {
+                swaps++;
+                cr_expect_eq(p.candidates[i].tile_n, 128);
+                cr_expect_leq(jit__grouped_swap_smem_bytes(p.candidates[i].tile_m,
+                                                           p.candidates[i].stages, 8),
+                              JIT_GROUPED_SMEM_LIMIT);
+            }
+        cr_expect_eq(swaps, band <= 1 ? 3 : 0, "band %d: %d swap candidates", band, swaps);
+    }
+    setenv("JITGEMM_FORCE_CANDIDATE", "grouped_swap:32x128", 1);
+    jit__plan_t p;
+    make_plan(1, &s, &p);
+    unsetenv("JITGEMM_FORCE_CANDIDATE");
+    const jit__grouped_plan_t *gp = jit__grouped_cof(&p);
+    cr_expect_eq(gp->route, JIT_GROUPED_SWAP);
+    cr_expect_eq(gp->bm, 32);
+    cr_expect_eq(p.smem_bytes, jit__grouped_swap_smem_bytes(32, gp->stages, 8));
+    jit__key_t k;
+    char *src = source_of(&p, &k);
+    cr_expect(strstr(k.text, " route=swap "), "%s", k.text);
+    cr_expect(strstr(src, "#include \"fp8_grouped_wgmma/device/swap_kernel.cuh\""));
+    cr_expect(strstr(src, "typedef GroupedSwapCfg<32, "), "%s", src);
+    free(src);
+    char *text = jit__plan_to_json(&p);
+    json_t *o = json_loads(text, 0, NULL);
+    json_t *g = json_object_get(o, "grouped");
+    cr_expect_str_eq(json_string_value(json_object_get(g, "route")), "swap");
+    cr_expect_eq(json_integer_value(json_object_get(g, "token_tile")), 32);
+    json_t *b = json_object_get(g, "n_buckets");
+    cr_expect(json_array_size(b) == 3 && json_integer_value(json_array_get(b, 2)) == 32);
+    json_decref(o);
+    free(text);
+}
+
+/* Every token tile, both epilogues and both layouts: the kernel holds one main loop per N
+ * bucket up to the token tile, and none may spill or serialise its wgmmas. */
+Test(fp8_grouped_wgmma, swap_kernels_compile, .timeout = 600) {
+    const jit__toolchain_t *tc = auto_toolchain();
+    static const char *const forced[] = {"grouped_swap:16x128", "grouped_swap:32x128",
+                                         "grouped_swap:64x128"};
+    for (size_t f = 0; f < 3; f++) {
+        jit_epilogue_t ep = f == 1 ? JIT_EPILOGUE_LINEAR : JIT_EPILOGUE_LINEAR_SWIGLU;
+        jit_group_layout_t layout = f == 2 ? JIT_GROUPS_MASKED : JIT_GROUPS_CONTIGUOUS;
+        jit__gemm_spec_t s = spec_of(64, layout, 1000, 1552, ep);
+        setenv("JITGEMM_FORCE_CANDIDATE", forced[f], 1);
+        jit__plan_t p;
+        make_plan(f == 0 ? 0 : 1, &s, &p);
+        unsetenv("JITGEMM_FORCE_CANDIDATE");
+        cr_assert_eq(jit__grouped_cof(&p)->route, JIT_GROUPED_SWAP);
+        char what[96];
+        snprintf(what, sizeof(what), "%s %s %s", forced[f], jit_epilogue_name(ep),
+                 jit_group_layout_name(layout));
+        compile_plan(tc, &p, what);
+    }
+}
+
 /* ---- the launch, against a recording driver ------------------------------------------------ */
 
 typedef struct recorded_map {
@@ -392,9 +459,10 @@ Test(fp8_grouped_wgmma, masked_launch_passes_the_counts) {
     cr_expect_eq(g_params.rows, ops.group_counts);
     cr_expect_eq(g_maps[0].dims[1], 256u);
     cr_expect_eq(g_maps[1].dims[1], 4096u);
-    /* 256 rows make at most 256 / 128 + 4 row tiles (each expert's last one may be partial):
-     * fewer units than SMs, so no more CTAs than units. */
-    const int bn = jit__grouped_cof(&p)->bn;
-    cr_expect_eq(g_cfg.gridDimX, (unsigned)(6 * ((1024 + bn - 1) / bn)));
+    /* 256 rows make at most 256 / BM + 4 row tiles (each expert's last one may be partial);
+     * no more CTAs than units, nor than SMs. */
+    const int bm = jit__grouped_cof(&p)->bm, bn = jit__grouped_cof(&p)->bn;
+    unsigned most = (unsigned)((256 / bm + 4) * ((1024 + bn - 1) / bn));
+    cr_expect_eq(g_cfg.gridDimX, most < 132 ? most : 132u);
     p.family->release(&drv, state);
 }

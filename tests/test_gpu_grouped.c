@@ -11,7 +11,8 @@
  * every padding column must still hold the poison, so a kernel that stores a row of the next
  * expert, or reads one into an expert's result, fails. Per-expert counts include 0, 1, counts
  * around the 128-row tile, one large expert, uniform routing and skewed (Zipf-like) routing,
- * in both layouts and both epilogues, and with a planning hint far from the real counts.
+ * in both layouts and both epilogues, and with a planning hint far from the real counts; the
+ * swap-AB route (decode) forced with each token tile, with counts either side of every N bucket.
  * CUDA-graph capture: one captured call replayed with other counts written to the same device
  * buffer before each replay, each replay checked. Without a GPU every test skips and says why.
  */
@@ -445,6 +446,52 @@ Test(gpu_grouped, masked_linear, .timeout = 900) {
 
 Test(gpu_grouped, masked_swiglu, .timeout = 900) {
     run_routings(JIT_GROUPS_MASKED, JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
+}
+
+/* ---- the swap-AB route --------------------------------------------------------------------- */
+
+/* The decode route, forced with each token tile: counts on both sides of every N bucket (8, 16,
+ * 32, 64), experts with more rows than a token tile (several tiles, each reading the weights),
+ * empty experts, and Zipf-like decode routing. The hint keeps the problem in the bands the route
+ * is planned for (up to 64 rows per expert). */
+static void run_swap(jit_group_layout_t layout, jit_epilogue_t ep, int64_t n) {
+    static const char *const forced[] = {"grouped_swap:16x128", "grouped_swap:32x128",
+                                         "grouped_swap:64x128"};
+    static const int64_t hints[] = {8, 40, 40};
+    static const int32_t buckets[] = {0, 1, 7, 8, 9, 16, 17, 33, 64, 65, 130, 0, 2};
+    uint64_t seed = jt_fresh_seed(), rng = seed;
+    int32_t zipf[64];
+    zipf_counts(64, 600, &rng, zipf);
+    for (size_t f = 0; f < 3; f++) {
+        /* A context of its own for each forced form: the loaded kernels are found by problem
+         * (launch key), which a forced candidate does not change. */
+        gpu_t gp;
+        require_gpu(&gp);
+        setenv("JITGEMM_FORCE_CANDIDATE", forced[f], 1);
+        char name[64];
+        snprintf(name, sizeof(name), "%s buckets", forced[f]);
+        run_routing(&gp, layout, ep, n, buckets, 13, hints[f], (int)f & 1, seed + f, name);
+        snprintf(name, sizeof(name), "%s zipf", forced[f]);
+        run_routing(&gp, layout, ep, n, zipf, 64, hints[f], 0, seed + 10 + f, name);
+        unsetenv("JITGEMM_FORCE_CANDIDATE");
+        release_gpu(&gp);
+    }
+}
+
+Test(gpu_grouped, swap_contiguous_linear, .timeout = 900) {
+    run_swap(JIT_GROUPS_CONTIGUOUS, JIT_EPILOGUE_LINEAR, 1000);
+}
+
+Test(gpu_grouped, swap_masked_swiglu, .timeout = 900) {
+    run_swap(JIT_GROUPS_MASKED, JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
+}
+
+Test(gpu_grouped, swap_contiguous_swiglu, .timeout = 900) {
+    run_swap(JIT_GROUPS_CONTIGUOUS, JIT_EPILOGUE_LINEAR_SWIGLU, 1048);
+}
+
+Test(gpu_grouped, swap_masked_linear, .timeout = 900) {
+    run_swap(JIT_GROUPS_MASKED, JIT_EPILOGUE_LINEAR, 1000);
 }
 
 /* ---- CUDA graphs -------------------------------------------------------------------------- */

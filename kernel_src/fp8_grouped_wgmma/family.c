@@ -38,9 +38,10 @@ static jit_status_t supports(const jit__gemm_spec_t *s, const jit__arch_profile_
 
 static void key_fields(const jit__plan_t *p, jit__sb_t *sb) {
     const jit__grouped_plan_t *gp = jit__grouped_cof(p);
-    jit__sb_printf(sb, " groups=%lld layout=%s route=tiles group_m=%d regs=%d/%d",
-                   (long long)p->spec.groups, jit_group_layout_name(p->spec.layout), gp->group_m,
-                   gp->producer_regs, gp->consumer_regs);
+    jit__sb_printf(sb, " groups=%lld layout=%s route=%s group_m=%d regs=%d/%d",
+                   (long long)p->spec.groups, jit_group_layout_name(p->spec.layout),
+                   gp->route == JIT_GROUPED_SWAP ? "swap" : "tiles", gp->group_m, gp->producer_regs,
+                   gp->consumer_regs);
 }
 
 static int plan_to_json(const jit__plan_t *p, void *json_object) {
@@ -49,12 +50,21 @@ static int plan_to_json(const jit__plan_t *p, void *json_object) {
     jit__token_band_range(p->token_band, &lo, &hi);
     json_t *o =
         json_pack("{sIsssss{sIso}sisisis{sisi}}", "groups", (json_int_t)p->spec.groups, "layout",
-                  jit_group_layout_name(p->spec.layout), "route", "tiles", "rows_per_expert", "min",
+                  jit_group_layout_name(p->spec.layout), "route",
+                  gp->route == JIT_GROUPED_SWAP ? "swap" : "tiles", "rows_per_expert", "min",
                   (json_int_t)lo, "max", hi == INT64_MAX ? json_null() : json_integer(hi),
                   "group_m", gp->group_m, "consumer_warpgroups", 2, "producer_warpgroups", 1,
                   "setmaxnreg", "producer", gp->producer_regs, "consumer", gp->consumer_regs);
     if (!o)
         return -1;
+    if (gp->route == JIT_GROUPED_SWAP) {
+        /* The wgmma N a tile may take: the buckets up to the token tile. */
+        json_t *b = json_array();
+        for (int nb = 8; nb <= gp->bm; nb *= 2)
+            json_array_append_new(b, json_integer(nb));
+        json_object_set_new(o, "token_tile", json_integer(gp->bm));
+        json_object_set_new(o, "n_buckets", b);
+    }
     return json_object_set_new((json_t *)json_object, "grouped", o);
 }
 

@@ -30,12 +30,15 @@ static jit_status_t check_plan(const jit__plan_t *plan, jit__diag_t *d) {
                          "grouped family: groups=%lld, layout %d, n=%lld, "
                          "k=%lld",
                          (long long)s->groups, (int)s->layout, (long long)s->n, (long long)s->k);
-    if (gp->bm != 128 || gp->bn < 64 || gp->bn > 192 || gp->bn % 32 || gp->stages < 2 ||
-        (s->epilogue == JIT_EPILOGUE_LINEAR_SWIGLU && gp->bn % 64))
+    int tile_ok = gp->route == JIT_GROUPED_SWAP
+                      ? (gp->bm == 16 || gp->bm == 32 || gp->bm == 64) && gp->bn == 128
+                      : gp->bm == 128 && gp->bn >= 64 && gp->bn <= 192 && gp->bn % 32 == 0 &&
+                            (s->epilogue != JIT_EPILOGUE_LINEAR_SWIGLU || gp->bn % 64 == 0);
+    if (!tile_ok || gp->stages < 2 ||
+        (gp->route != JIT_GROUPED_TILES && gp->route != JIT_GROUPED_SWAP))
         return jit__fail(d, JIT_PLAN_FAILED,
-                         "grouped family: tile %dx%d, %d stages is not one "
-                         "it supports",
-                         gp->bm, gp->bn, gp->stages);
+                         "grouped family: route %d, tile %dx%d, %d stages is not one it supports",
+                         (int)gp->route, gp->bm, gp->bn, gp->stages);
     /* 384 threads start with 168 registers each; the consumers' setmaxnreg.inc waits until the
      * producers' setmaxnreg.dec gave back what it asks, so asking more never returns. */
     const int at_launch = 65536 / plan->threads / 8 * 8;
@@ -45,7 +48,10 @@ static jit_status_t check_plan(const jit__plan_t *plan, jit__diag_t *d) {
                          "grouped family: setmaxnreg budgets %d/%d ask the consumers more "
                          "registers than the producers give back (the kernel would hang)",
                          gp->producer_regs, gp->consumer_regs);
-    uint32_t want = jit__grouped_smem_bytes(gp->bm, gp->bn, gp->stages, s->epilogue, s->groups);
+    uint32_t want =
+        gp->route == JIT_GROUPED_SWAP
+            ? jit__grouped_swap_smem_bytes(gp->bm, gp->stages, s->groups)
+            : jit__grouped_smem_bytes(gp->bm, gp->bn, gp->stages, s->epilogue, s->groups);
     if (plan->smem_bytes != want || want > JIT_GROUPED_SMEM_LIMIT)
         return jit__fail(d, JIT_PLAN_FAILED,
                          "grouped family: plan says %u bytes of shared memory, the kernel uses %u "
@@ -68,14 +74,21 @@ static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t
     jit__sb_printf(sb, " *   %lld experts, %s layout, n %lld, k %lld, epilogue %s\n",
                    (long long)s->groups, jit_group_layout_name(s->layout), (long long)s->n,
                    (long long)s->k, jit_epilogue_name(s->epilogue));
+    if (gp->route == JIT_GROUPED_SWAP)
+        jit__sb_printf(sb,
+                       " *   swap AB: 128 weight rows x a token tile of up to %d rows of one "
+                       "expert, wgmma N chosen per tile from 8..%d, %d stages, FP32-promoted\n",
+                       gp->bm, gp->bm, gp->stages);
+    else
+        jit__sb_printf(sb,
+                       " *   tile %d rows of one expert x %d B rows x 128 K bytes, %d stages, "
+                       "FP32-promoted (in 2 column parts)\n",
+                       gp->bm, gp->bn, gp->stages);
     jit__sb_printf(sb,
-                   " *   tile %d rows of one expert x %d B rows x 128 K bytes, %d stages, "
-                   "FP32-promoted (in 2 column parts)\n",
-                   gp->bm, gp->bn, gp->stages);
-    jit__sb_printf(sb,
-                   " *   384 threads: producer + 3 store warps (%d registers), 2 consumer "
-                   "warpgroups (%d); dynamic shared memory %u bytes\n",
-                   gp->producer_regs, gp->consumer_regs, plan->smem_bytes);
+                   " *   384 threads: producer%s (%d registers), 2 consumer warpgroups (%d); "
+                   "dynamic shared memory %u bytes\n",
+                   gp->route == JIT_GROUPED_SWAP ? "" : " + 3 store warps", gp->producer_regs,
+                   gp->consumer_regs, plan->smem_bytes);
     if (plan->chosen >= 0 && plan->reason[0]) {
         jit__sb_append(sb, " *   model: ");
         jit__sb_append_comment_safe(sb, plan->reason);
@@ -124,13 +137,22 @@ jit_status_t jit__gen_fp8_grouped(const jit__plan_t *plan, const jit__key_t *key
     jit__sb_t sb;
     jit__sb_init(&sb);
     emit_header(&sb, plan, key);
-    jit__sb_append(&sb, "#include \"fp8_grouped_wgmma/device/kernel.cuh\"\n\n");
-    jit__sb_printf(&sb,
-                   "typedef GroupedTileCfg<%d, %d, %d, %lld, %lld, %lld, %s, %s, %d, %d, %d> Cfg;\n"
-                   "typedef GroupedTileKernel<Cfg> Kernel;\n",
-                   gp->bm, gp->bn, gp->stages, (long long)s->n, (long long)s->k,
-                   (long long)s->groups, layout, epilogue, gp->group_m, gp->producer_regs,
-                   gp->consumer_regs);
+    if (gp->route == JIT_GROUPED_SWAP) {
+        jit__sb_append(&sb, "#include \"fp8_grouped_wgmma/device/swap_kernel.cuh\"\n\n");
+        jit__sb_printf(&sb,
+                       "typedef GroupedSwapCfg<%d, %d, %lld, %lld, %lld, %s, %s, %d, %d, %d> Cfg;\n"
+                       "typedef GroupedSwapKernel<Cfg> Kernel;\n",
+                       gp->bm, gp->stages, (long long)s->n, (long long)s->k, (long long)s->groups,
+                       layout, epilogue, gp->group_m, gp->producer_regs, gp->consumer_regs);
+    } else {
+        jit__sb_append(&sb, "#include \"fp8_grouped_wgmma/device/kernel.cuh\"\n\n");
+        jit__sb_printf(
+            &sb,
+            "typedef GroupedTileCfg<%d, %d, %d, %lld, %lld, %lld, %s, %s, %d, %d, %d> Cfg;\n"
+            "typedef GroupedTileKernel<Cfg> Kernel;\n",
+            gp->bm, gp->bn, gp->stages, (long long)s->n, (long long)s->k, (long long)s->groups,
+            layout, epilogue, gp->group_m, gp->producer_regs, gp->consumer_regs);
+    }
     jit__sb_printf(&sb, "static_assert(Kernel::SMEM_BYTES == %u, \"the plan's shared memory\");\n",
                    plan->smem_bytes);
     jit__sb_printf(&sb, "static_assert(Kernel::THREADS == %d, \"the plan's threads\");\n",

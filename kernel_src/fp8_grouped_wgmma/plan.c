@@ -3,7 +3,8 @@
  * the plan is made for the rows an expert is expected to have (the token band of the problem's
  * expected_m, jit__problem_band_m): every candidate is timed by the model at the band's sample
  * counts with every expert at that count, and the one with the least mean slowdown against the
- * modelled best is chosen, as the dense wgmma family chooses its tile.
+ * modelled best is chosen, as the dense wgmma family chooses its tile. The tile route's
+ * candidates are here; the swap route's (up to 64 rows per expert) in swap.c.
  */
 #include <stdio.h>
 #include <string.h>
@@ -107,17 +108,19 @@ static jit_status_t apply(jit__plan_t *p, int index, jit__diag_t *d) {
     const jit__plan_candidate_t *w = &p->candidates[index];
     jit__grouped_plan_t *gp = jit__grouped_of(p);
     memset(gp, 0, sizeof(*gp));
-    gp->route = JIT_GROUPED_TILES;
-    gp->bm = w->tile_m;
-    gp->bn = w->tile_n;
-    gp->stages = w->stages;
     gp->group_m = 8;
     gp->producer_regs = 40;
     gp->consumer_regs = 232;
     p->chosen = index;
     p->modelled_us = w->modelled_us;
-    p->smem_bytes =
-        jit__grouped_smem_bytes(gp->bm, gp->bn, gp->stages, p->spec.epilogue, p->spec.groups);
+    if (!jit__grouped_swap_apply(p, w)) {
+        gp->route = JIT_GROUPED_TILES;
+        gp->bm = w->tile_m;
+        gp->bn = w->tile_n;
+        gp->stages = w->stages;
+        p->smem_bytes =
+            jit__grouped_smem_bytes(gp->bm, gp->bn, gp->stages, p->spec.epilogue, p->spec.groups);
+    }
     p->tile_m = gp->bm;
     p->tile_n = gp->bn;
     p->tile_k = BK;
@@ -175,6 +178,7 @@ jit_status_t jit__grouped_plan(jit__plan_t *p, jit__diag_t *d) {
         jit__plan_add_candidate(p, "grouped_tiles", bm, bn, stages,
                                 tiles_us(p, bm, bn, p->model_m));
     }
+    jit__grouped_swap_candidates(p, ms, SAMPLES, t);
     if (p->n_candidates == 0)
         return jit__fail(d, JIT_PLAN_FAILED,
                          "no grouped tile fits %u bytes of shared memory with %lld experts",
