@@ -23,6 +23,12 @@ residual add; silu(gate) * up over interleaved gate/up columns), the work jitgem
     python3 bench/torch_anchor.py --shapes "linear:5120:17408:4096 linear:8192:3584:1"
     python3 bench/torch_anchor.py --sweep --shapes "linear:5120:17408:1024"
 
+--grouped times jit_gemm_grouped against torch._scaled_grouped_mm and against jitgemm's dense
+kernel on the same total M, N and K (bench/torch_anchor_grouped.py says how):
+
+    python3 bench/torch_anchor.py --grouped
+    python3 bench/torch_anchor.py --grouped "linear:8:64:7168:2048 linear_swiglu:8:512:4096:7168"
+
 --sweep times every candidate the cost models weigh (JITGEMM_FORCE_CANDIDATE, a fresh context
 each) at each shape and reports, per cell, how far the model's choice is from the fastest one.
 A cell's candidates share one operand rotation; each is checked and captured first, then they
@@ -53,13 +59,16 @@ class Problem(ctypes.Structure):
                 ("out_dtype", ctypes.c_int), ("scale_mode", ctypes.c_int),
                 ("epilogue", ctypes.c_int), ("lda", ctypes.c_int64), ("ldb", ctypes.c_int64),
                 ("ldd", ctypes.c_int64), ("ld_residual", ctypes.c_int64),
-                ("alpha", ctypes.c_float)]
+                ("alpha", ctypes.c_float), ("groups", ctypes.c_int64), ("layout", ctypes.c_int),
+                ("expected_m", ctypes.c_int64), ("group_flags", ctypes.c_uint32)]
 
 
 class Operands(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("a", ctypes.c_void_p), ("b", ctypes.c_void_p),
                 ("scale_a", ctypes.c_void_p), ("scale_b", ctypes.c_void_p),
-                ("residual", ctypes.c_void_p), ("d", ctypes.c_void_p)]
+                ("residual", ctypes.c_void_p), ("d", ctypes.c_void_p),
+                ("group_offsets", ctypes.c_void_p), ("group_counts", ctypes.c_void_p),
+                ("gather_index", ctypes.c_void_p)]
 
 
 class Options(ctypes.Structure):
@@ -96,6 +105,7 @@ class Jitgemm:
         lib.jit_operands_init.argtypes = [ctypes.c_void_p]
         lib.jit_gemm.argtypes = [ctypes.c_void_p, ctypes.POINTER(Problem),
                                  ctypes.POINTER(Operands), ctypes.c_void_p]
+        lib.jit_gemm_grouped.argtypes = lib.jit_gemm.argtypes
         lib.jit_inspect.argtypes = [ctypes.c_void_p, ctypes.POINTER(Problem), ctypes.c_int,
                                     ctypes.POINTER(ctypes.c_void_p)]
         lib.jit_free.argtypes = [ctypes.c_void_p]
@@ -441,7 +451,10 @@ def torch_calls(torch, op, n, k, m, gen):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shapes", required=True, help='"op:n:k:tokens ..."')
+    ap.add_argument("--shapes", help='"op:n:k:tokens ..."')
+    ap.add_argument("--grouped", nargs="?", const="default",
+                    help='grouped GEMM against torch._scaled_grouped_mm: "op:G:rows:n:k ..." '
+                         "(rows per expert; default: the shapes of docs/kernels-fp8-grouped.md)")
     ap.add_argument("--lib", default=None, help="libjitgemm.so (default build-gpu/, else build/)")
     ap.add_argument("--out", help="write the JSON document here")
     ap.add_argument("--graph-iters", type=int, default=20)
@@ -450,6 +463,8 @@ def main():
     ap.add_argument("--sweep", action="store_true", help="time every candidate of the models")
     ap.add_argument("--commit", default=os.environ.get("JITGEMM_COMMIT", "unknown"))
     args = ap.parse_args()
+    if not args.shapes and not args.grouped:
+        raise SystemExit("torch_anchor: give --shapes, --grouped or both")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     lib = args.lib or next((p for p in (os.path.join(root, "build-gpu", "libjitgemm.so"),
                                         os.path.join(root, "build", "libjitgemm.so"))
@@ -471,7 +486,11 @@ def main():
     print(f"device {props.name}, {props.multi_processor_count} SMs, L2 {props.L2_cache_size >> 20} MiB;"
           f" copy bandwidth {copy_bw / 1e12:.2f} TB/s (read + write)", flush=True)
     results, failed = [], 0
-    for op, n, k, m in parse_shapes(args.shapes):
+    if args.grouped:
+        import torch_anchor_grouped
+        results, failed = torch_anchor_grouped.run(sys.modules[__name__], torch, jg, args, gen,
+                                                   stream_of, copy_bw)
+    for op, n, k, m in parse_shapes(args.shapes or ""):
         if args.sweep:
             cells = sweep_cell(torch, jg, op, n, k, m, args, gen, stream_of)
             for r in cells:
@@ -529,6 +548,9 @@ def main():
     print("\n| shape (op T x N x K) | family tile | check err/tol | jitgemm us | torch us | speedup | TFLOP/s | weights/copy BW | SM MHz / W (jitgemm, torch) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
+        if r.get("grouped"):
+            print(torch_anchor_grouped.row(r))
+            continue
         if r.get("sweep"):
             print(f'| sweep {r["op"]} {r["tokens"]}x{r["n"]}x{r["k"]} | chosen {r["chosen"]} | | '
                   f'{r["chosen_us"] or 0:.1f} | best {r["best"]} {r["best_us"]:.1f} | '
