@@ -299,6 +299,17 @@ Test(families, golden_sources) {
     s = row_spec(27648, 5120);
     s.epilogue = JIT_EPILOGUE_LINEAR_SWIGLU;
     check_golden("fp8_wgmma_swiglu_band1_sm_90a", &s, 1, "sm_90a");
+    s = row_spec(4096, 7168);
+    s.groups = 8;
+    s.layout = JIT_GROUPS_CONTIGUOUS;
+    check_golden("fp8_grouped_wgmma_linear_band5_sm_90a", &s, 5, "sm_90a");
+    s = row_spec(4096, 7168);
+    s.epilogue = JIT_EPILOGUE_LINEAR_SWIGLU;
+    s.groups = 256;
+    s.layout = JIT_GROUPS_MASKED;
+    setenv("JITGEMM_FORCE_CANDIDATE", "grouped_swap:16x128", 1);
+    check_golden("fp8_grouped_wgmma_swap_swiglu_band0_sm_90a", &s, 0, "sm_90a");
+    unsetenv("JITGEMM_FORCE_CANDIDATE");
 }
 
 /* Every family has a reference and a tolerance; the FP8 families' reference is the row-scaled
