@@ -2,6 +2,7 @@
  * jit_gemm: validate, find the kernel (the hot path: no I/O, no allocation, no lock), launch.
  * Every check on the caller's input happens before anything is compiled or launched.
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -63,6 +64,7 @@ static jit_status_t validate(const jit_problem_t *p, const jit_operands_t *o, st
                              jit__diag_t *d) {
     if (!p || !o)
         return jit__fail(d, JIT_INVALID_ARGUMENT, "problem or operands is NULL");
+    /* jit_gemm works on full-size copies (full_size below), so these are the full sizes. */
     if (p->struct_size < sizeof(jit_problem_t))
         return jit__fail(d, JIT_INVALID_ARGUMENT,
                          "problem.struct_size is %u: call jit_problem_init first", p->struct_size);
@@ -73,6 +75,10 @@ static jit_status_t validate(const jit_problem_t *p, const jit_operands_t *o, st
     if (p->epilogue == JIT_EPILOGUE_QUANTIZE_FP8_1X128)
         return jit__fail(d, JIT_INVALID_ARGUMENT,
                          "quantize_fp8_1x128 is not a GEMM: call jit_quantize_fp8_1x128");
+    if (p->groups != 0 || p->layout != JIT_GROUPS_NONE)
+        return jit__fail(d, JIT_INVALID_ARGUMENT,
+                         "problem.groups=%lld: a grouped problem goes to jit_gemm_grouped",
+                         (long long)p->groups);
     if (p->m <= 0 || p->n <= 0 || p->k <= 0)
         return jit__fail(d, JIT_INVALID_SHAPE, "m=%lld, n=%lld and k=%lld must be positive",
                          (long long)p->m, (long long)p->n, (long long)p->k);
@@ -121,6 +127,39 @@ static jit_status_t validate(const jit_problem_t *p, const jit_operands_t *o, st
     return sfa_strides(p, s, d);
 }
 
+jit_status_t jit__ctx_launch(jit_context_t *ctx, const jit_problem_t *problem,
+                             const jit_operands_t *operands, const int64_t ld[6], void *stream,
+                             jit__diag_t *d) {
+    const jit__driver_t *drv;
+    jit_status_t st = jit__driver_get(&drv, d);
+    if (st != JIT_OK)
+        return st;
+    CUcontext cuctx = NULL;
+    CUdevice dev;
+    if (drv->cuCtxGetCurrent(&cuctx) != CUDA_SUCCESS || !cuctx) {
+        if ((st = jit__driver_current_context(drv, &cuctx, &dev, d)) != JIT_OK)
+            return st;
+    }
+    const jit__kernel_t *k = jit__ctx_lookup(ctx, problem, cuctx);
+    if (!k && (st = jit__ctx_kernel(ctx, problem, cuctx, &k, d)) != JIT_OK)
+        return st;
+    jit__launch_args_t args = {problem, operands, ld[0], ld[1], ld[2], ld[3], (CUstream)stream,
+                               ld[4], ld[5]};
+    return k->plan.family->launch(drv, k->function, &k->plan, k->launch_state, &args, d);
+}
+
+/* A caller built against an older header passes shorter structs: the fields it has, and the
+ * defaults (zero: not grouped) for the rest, in `full`. NULL and too-short structs are left to
+ * validate(). */
+static const void *full_size(const void *in, size_t min_size, void *full, size_t size) {
+    if (!in || *(const uint32_t *)in >= size || *(const uint32_t *)in < min_size)
+        return in;
+    memset(full, 0, size);
+    memcpy(full, in, *(const uint32_t *)in);
+    *(uint32_t *)full = (uint32_t)size;
+    return full;
+}
+
 jit_status_t jit_gemm(jit_context_t *ctx, const jit_problem_t *problem,
                       const jit_operands_t *operands, void *stream) {
     jit__diag_t d;
@@ -133,33 +172,16 @@ jit_status_t jit_gemm(jit_context_t *ctx, const jit_problem_t *problem,
         jit__fail(&d, JIT_INVALID_ARGUMENT, "jit_gemm: context is NULL");
         return jit__ctx_error(NULL, &d);
     }
+    jit_problem_t p_full;
+    jit_operands_t o_full;
+    problem = full_size(problem, offsetof(jit_problem_t, groups), &p_full, sizeof(p_full));
+    operands =
+        full_size(operands, offsetof(jit_operands_t, group_offsets), &o_full, sizeof(o_full));
     strides_t s = {0, 0, 0, 0, 0, 0};
     if (validate(problem, operands, &s, &d) != JIT_OK)
         return jit__ctx_error(ctx, &d);
-    const jit__driver_t *drv;
-    if (jit__driver_get(&drv, &d) != JIT_OK)
-        return jit__ctx_error(ctx, &d);
-    CUcontext cuctx = NULL;
-    CUdevice dev;
-    if (drv->cuCtxGetCurrent(&cuctx) != CUDA_SUCCESS || !cuctx) {
-        if (jit__driver_current_context(drv, &cuctx, &dev, &d) != JIT_OK)
-            return jit__ctx_error(ctx, &d);
-    }
-    const jit__kernel_t *k = jit__ctx_lookup(ctx, problem, cuctx);
-    if (!k && jit__ctx_kernel(ctx, problem, cuctx, &k, &d) != JIT_OK)
-        return jit__ctx_error(ctx, &d);
-    jit__launch_args_t args = {.problem = problem,
-                               .operands = operands,
-                               .lda = s.lda,
-                               .ldb = s.ldb,
-                               .ldd = s.ldd,
-                               .ldr = s.ldr,
-                               .stream = (CUstream)stream,
-                               .sfa_stride_m = s.sfa_m,
-                               .sfa_stride_k = s.sfa_k};
-    jit_status_t st =
-        k->plan.family->launch(drv, k->function, &k->plan, k->launch_state, &args, &d);
-    if (st != JIT_OK)
+    const int64_t ld[6] = {s.lda, s.ldb, s.ldd, s.ldr, s.sfa_m, s.sfa_k};
+    if (jit__ctx_launch(ctx, problem, operands, ld, stream, &d) != JIT_OK)
         return jit__ctx_error(ctx, &d);
     return JIT_OK;
 }

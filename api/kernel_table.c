@@ -27,7 +27,11 @@ void jit__launch_key_make(const jit_problem_t *p, CUcontext cuctx, jit__launch_k
     lk->out = p->out_dtype;
     lk->scales = p->scale_mode;
     lk->epilogue = p->epilogue;
-    lk->band = jit__token_band(p->m);
+    lk->band = jit__token_band(jit__problem_band_m(p));
+    if (JIT__PROBLEM_HAS_GROUPS(p)) {
+        lk->groups = (int32_t)p->groups;
+        lk->layout = p->layout;
+    }
     lk->scale_type = jit__scale_type_resolved(p->scale_mode, p->scale_type);
 }
 

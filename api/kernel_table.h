@@ -24,6 +24,7 @@ typedef struct jit__launch_key {
     CUcontext cuctx;
     int64_t n, k;
     int32_t a, b, out, scales, epilogue, band, scale_type;
+    int32_t groups, layout; /* grouped problems; 0 for dense ones */
 } jit__launch_key_t;
 
 /* The launch key of a problem in a CUDA context (zero padding included). */

@@ -21,7 +21,11 @@ jit_status_t jit__ctx_plan(jit_context_t *ctx, const jit_problem_t *p, jit__plan
         return st;
     if (p->m <= 0)
         return jit__fail(d, JIT_INVALID_SHAPE, "m=%lld must be at least 1", (long long)p->m);
-    return jit__plan_make(&spec, jit__token_band(p->m), ctx->sm_count, ctx->arch, plan, d);
+    int64_t band_m = jit__problem_band_m(p);
+    if (band_m <= 0)
+        return jit__fail(d, JIT_INVALID_SHAPE, "expected_m=%lld must be at least 1 (0: m / groups)",
+                         (long long)band_m);
+    return jit__plan_make(&spec, jit__token_band(band_m), ctx->sm_count, ctx->arch, plan, d);
 }
 
 jit_status_t jit__check_launch_opt_in(const jit__plan_t *plan, jit__diag_t *d) {

@@ -28,6 +28,12 @@ residual add; silu(gate) * up over interleaved gate/up columns), the work jitgem
 torch._scaled_mm's blockwise path, with the row-scaled kernel beside it at M >= 4096; without
 --shapes it runs M in {1, 16, 64, 128, 4096} at seven DeepSeek-V3 projection shapes.
 
+--grouped times jit_gemm_grouped against torch._scaled_grouped_mm and against jitgemm's dense
+kernel on the same total M, N and K (bench/torch_anchor_grouped.py says how):
+
+    python3 bench/torch_anchor.py --grouped
+    python3 bench/torch_anchor.py --grouped "linear:8:64:7168:2048 linear_swiglu:8:512:4096:7168"
+
 --sweep times every candidate the cost models weigh (JITGEMM_FORCE_CANDIDATE, a fresh context
 each) at each shape and reports, per cell, how far the model's choice is from the fastest one.
 A cell's candidates share one operand rotation; each is checked and captured first, then they
@@ -59,13 +65,17 @@ class Problem(ctypes.Structure):
                 ("epilogue", ctypes.c_int), ("lda", ctypes.c_int64), ("ldb", ctypes.c_int64),
                 ("ldd", ctypes.c_int64), ("ld_residual", ctypes.c_int64),
                 ("alpha", ctypes.c_float), ("sfa_layout", ctypes.c_int),
-                ("ld_sfa", ctypes.c_int64), ("scale_type", ctypes.c_int)]
+                ("ld_sfa", ctypes.c_int64), ("scale_type", ctypes.c_int),
+                ("groups", ctypes.c_int64), ("layout", ctypes.c_int),
+                ("expected_m", ctypes.c_int64), ("group_flags", ctypes.c_uint32)]
 
 
 class Operands(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("a", ctypes.c_void_p), ("b", ctypes.c_void_p),
                 ("scale_a", ctypes.c_void_p), ("scale_b", ctypes.c_void_p),
-                ("residual", ctypes.c_void_p), ("d", ctypes.c_void_p)]
+                ("residual", ctypes.c_void_p), ("d", ctypes.c_void_p),
+                ("group_offsets", ctypes.c_void_p), ("group_counts", ctypes.c_void_p),
+                ("gather_index", ctypes.c_void_p)]
 
 
 class Options(ctypes.Structure):
@@ -102,6 +112,7 @@ class Jitgemm:
         lib.jit_operands_init.argtypes = [ctypes.c_void_p]
         lib.jit_gemm.argtypes = [ctypes.c_void_p, ctypes.POINTER(Problem),
                                  ctypes.POINTER(Operands), ctypes.c_void_p]
+        lib.jit_gemm_grouped.argtypes = lib.jit_gemm.argtypes
         lib.jit_inspect.argtypes = [ctypes.c_void_p, ctypes.POINTER(Problem), ctypes.c_int,
                                     ctypes.POINTER(ctypes.c_void_p)]
         lib.jit_free.argtypes = [ctypes.c_void_p]
@@ -463,6 +474,9 @@ def main():
     ap.add_argument("--shapes", help='"op:n:k:tokens ..." (required unless --scales 128x128)')
     ap.add_argument("--scales", choices=("row", "128x128"), default="row",
                     help="128x128: the block-scaled mode (bench/torch_anchor_blockscaled.py)")
+    ap.add_argument("--grouped", nargs="?", const="default",
+                    help='grouped GEMM against torch._scaled_grouped_mm: "op:G:rows:n:k ..." '
+                         "(rows per expert; default: the shapes of docs/kernels-fp8-grouped.md)")
     ap.add_argument("--lib", default=None, help="libjitgemm.so (default build-gpu/, else build/)")
     ap.add_argument("--out", help="write the JSON document here")
     ap.add_argument("--graph-iters", type=int, default=20)
@@ -471,8 +485,8 @@ def main():
     ap.add_argument("--sweep", action="store_true", help="time every candidate of the models")
     ap.add_argument("--commit", default=os.environ.get("JITGEMM_COMMIT", "unknown"))
     args = ap.parse_args()
-    if not args.shapes and args.scales == "row":
-        ap.error("--shapes is required (row scales)")
+    if not args.shapes and args.scales == "row" and not args.grouped:
+        ap.error("give --shapes (row scales), --scales 128x128, --grouped, or several")
     if args.sweep and args.scales != "row":
         ap.error("--sweep times the row-scaled candidates only")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -508,6 +522,10 @@ def main():
         SAMPLER.close()
         return 1 if failed else 0
     for op, n, k, m in parse_shapes(args.shapes):
+        import torch_anchor_grouped
+        results, failed = torch_anchor_grouped.run(sys.modules[__name__], torch, jg, args, gen,
+                                                   stream_of, copy_bw)
+    for op, n, k, m in parse_shapes(args.shapes or ""):
         if args.sweep:
             cells = sweep_cell(torch, jg, op, n, k, m, args, gen, stream_of)
             for r in cells:
@@ -557,6 +575,9 @@ def main():
     print("\n| shape (op T x N x K) | family tile | check err/tol | jitgemm us | torch us | speedup | TFLOP/s | weights/copy BW | SM MHz / W (jitgemm, torch) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
+        if r.get("grouped"):
+            print(torch_anchor_grouped.row(r))
+            continue
         if r.get("sweep"):
             print(f'| sweep {r["op"]} {r["tokens"]}x{r["n"]}x{r["k"]} | chosen {r["chosen"]} | | '
                   f'{r["chosen_us"] or 0:.1f} | best {r["best"]} {r["best_us"]:.1f} | '

@@ -128,6 +128,23 @@ typedef enum jit_epilogue {
     JIT_EPILOGUE_QUANTIZE_FP8_1X128 = 4,
 } jit_epilogue_t;
 
+/* How the A rows of a grouped GEMM (jit_gemm_grouped) are laid out by expert. */
+typedef enum jit_group_layout {
+    JIT_GROUPS_NONE = 0, /* not grouped: jit_gemm's problems */
+    /* "contiguous": A [m, K] holds the rows of expert 0, then expert 1, ...; a device int32
+     * offsets[G + 1] gives expert g the rows offsets[g] .. offsets[g + 1] - 1 (any count,
+     * 0 included, no padding). D is [m, Nout] in the same rows, scale_a [m]. m is the rows of
+     * the buffers, which may be more than offsets[G]: the rows past it are not written. */
+    JIT_GROUPS_CONTIGUOUS = 1,
+    /* "masked": A [G, max_M, K] with max_M = m / G; a device int32 counts[G] says how many of
+     * expert g's max_M rows are real. D is [G, max_M, Nout], scale_a [G, max_M]; the rows past
+     * an expert's count are neither read for the result nor written. */
+    JIT_GROUPS_MASKED = 2,
+} jit_group_layout_t;
+
+/* The most experts one grouped call may have. */
+#define JIT_MAX_GROUPS 1024
+
 /* D[M, Nout] = epilogue(alpha * sum_k A[m, k] * B[n, k] * scales). A is [M, K] and B is [N, K],
  * both K-major (row-major with K contiguous); D is row-major. Strides are in elements; 0 means
  * packed. M is a runtime value: problems that differ only in M within one token band share a
@@ -146,6 +163,18 @@ typedef struct jit_problem {
     jit_sfa_layout_t sfa_layout;
     int64_t ld_sfa;
     jit_scale_type_t scale_type;
+    /* Grouped GEMM (jit_gemm_grouped); all 0 for jit_gemm. `groups` is G, the number of
+     * experts: B is [G, N, K] (expert g's [N, K] matrix ldb * N bytes after expert g - 1's),
+     * scale_b [G, N]. `m` is the number of A rows: the total for contiguous, G x max_M for
+     * masked. The rows per expert live on the device (operands) and are never read on the
+     * host: one kernel serves every routing. `expected_m` is a planning hint only, the rows an
+     * expert is expected to have (0: m / G); it picks the token band and so the kernel. */
+    int64_t groups;
+    jit_group_layout_t layout;
+    int64_t expected_m;
+    /* Reserved for later forms of the grouped call (A rows gathered by token index, the
+     * block-scaled formats); must be 0. */
+    uint32_t group_flags;
 } jit_problem_t;
 
 /* Fill `p` with defaults: E4M3 x E4M3, row scales, BF16 out, linear epilogue, alpha 1. */
@@ -167,6 +196,13 @@ typedef struct jit_operands {
     const void *scale_a, *scale_b;
     const void *residual;          /* linear_add only */
     void *d;
+    /* Grouped GEMM only (jit_gemm_grouped), device memory read by the kernel: contiguous
+     * layout, offsets[G + 1] (int32, non-decreasing, offsets[G] <= m); masked layout,
+     * counts[G] (int32, each clamped to 0 .. max_M). */
+    const int32_t *group_offsets;
+    const int32_t *group_counts;
+    /* Reserved: A row index per routed token, for a later gathering form; must be NULL. */
+    const int32_t *gather_index;
 } jit_operands_t;
 
 JIT_EXTERN void jit_operands_init(jit_operands_t *o);
@@ -282,6 +318,16 @@ JIT_EXTERN void jit_quantize_operands_init_sized(jit_quantize_operands_t *o, siz
 JIT_EXTERN jit_status_t jit_quantize_fp8_1x128(jit_context_t *ctx, const jit_problem_t *problem,
                                                const jit_quantize_operands_t *operands,
                                                void *stream);
+/* Grouped GEMM for mixture-of-experts: one call computes every expert g,
+ *   D_g = op(A_g, B_g)   for the rows of A that belong to expert g,
+ * with the problem's groups, layout and expected_m set (jit_group_layout_t says where expert
+ * g's rows are). Row scales only: scale_a per A row, scale_b [G, N]. Epilogues linear and
+ * linear_swiglu (B rows as gate/up pairs, as for jit_gemm). The rows per expert are read by the
+ * kernel from operands.group_offsets or group_counts, never on the host, so the call may be
+ * captured in a CUDA graph and replayed with other counts in the same buffer, and changing the
+ * counts never compiles a new kernel. An expert with no rows costs no weight reads. */
+JIT_EXTERN jit_status_t jit_gemm_grouped(jit_context_t *ctx, const jit_problem_t *problem,
+                                         const jit_operands_t *operands, void *stream);
 
 /* ---- prewarm ----------------------------------------------------------------------------- */
 
@@ -362,6 +408,9 @@ JIT_EXTERN const char *jit_sfa_layout_name(jit_sfa_layout_t l);
 JIT_EXTERN const char *jit_scale_type_name(jit_scale_type_t t);
 JIT_EXTERN jit_status_t jit_sfa_layout_parse(const char *s, jit_sfa_layout_t *out);
 JIT_EXTERN jit_status_t jit_scale_type_parse(const char *s, jit_scale_type_t *out);
+/* "none", "contiguous", "masked". */
+JIT_EXTERN const char *jit_group_layout_name(jit_group_layout_t l);
+JIT_EXTERN jit_status_t jit_group_layout_parse(const char *s, jit_group_layout_t *out);
 
 #ifdef __cplusplus
 }

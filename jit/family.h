@@ -88,6 +88,9 @@ typedef struct jit__family {
     /* An environment variable that must be "1" before this family's kernels are launched
      * (kernels never run on hardware), or NULL. */
     const char *launch_opt_in;
+    /* 1: the family computes grouped problems (spec.groups > 0, jit_gemm_grouped) and only
+     * those; 0: dense problems only. The registry asks a family only for its own kind. */
+    int grouped;
 } jit__family_t;
 
 /* ---- the registry (kernel_src/registry.c) ---- */

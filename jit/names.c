@@ -51,6 +51,8 @@ static const word_t k_epilogues[] = {{"linear", JIT_EPILOGUE_LINEAR},
                                      {"linear_swiglu", JIT_EPILOGUE_LINEAR_SWIGLU},
                                      {"quantize_fp8_1x128", JIT_EPILOGUE_QUANTIZE_FP8_1X128},
                                      {NULL, 0}};
+static const word_t k_layouts[] = {
+    {"contiguous", JIT_GROUPS_CONTIGUOUS}, {"masked", JIT_GROUPS_MASKED}, {NULL, 0}};
 
 static const char *name_of(const word_t *table, int value) {
     for (const word_t *w = table; w->name; w++)
@@ -77,6 +79,9 @@ const char *jit_scale_mode_name(jit_scale_mode_t s) {
 }
 const char *jit_epilogue_name(jit_epilogue_t e) {
     return name_of(k_epilogues, e);
+}
+const char *jit_group_layout_name(jit_group_layout_t l) {
+    return name_of(k_layouts, l);
 }
 
 const char *jit_sfa_layout_name(jit_sfa_layout_t l) {
@@ -120,6 +125,13 @@ jit_status_t jit_scale_type_parse(const char *s, jit_scale_type_t *out) {
     jit_status_t st = parse(k_scale_types, s, &v);
     if (st == JIT_OK)
         *out = (jit_scale_type_t)v;
+    return st;
+}
+jit_status_t jit_group_layout_parse(const char *s, jit_group_layout_t *out) {
+    int v;
+    jit_status_t st = parse(k_layouts, s, &v);
+    if (st == JIT_OK)
+        *out = (jit_group_layout_t)v;
     return st;
 }
 

@@ -5,6 +5,7 @@
  */
 #include "plan.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,7 +65,9 @@ jit_status_t jit__spec_from_problem(const jit_problem_t *p, jit__gemm_spec_t *ou
     memset(out, 0, sizeof(*out));
     if (!p)
         return jit__fail(d, JIT_INVALID_ARGUMENT, "problem is NULL");
-    if (p->struct_size < sizeof(jit_problem_t))
+    /* A caller built against the header before the grouped fields has a shorter struct: it
+     * describes a dense problem. */
+    if (p->struct_size < offsetof(jit_problem_t, groups))
         return jit__fail(d, JIT_INVALID_ARGUMENT,
                          "problem.struct_size is %u, expected %zu: call jit_problem_init first",
                          p->struct_size, sizeof(jit_problem_t));
@@ -88,7 +91,19 @@ jit_status_t jit__spec_from_problem(const jit_problem_t *p, jit__gemm_spec_t *ou
     out->scales = p->scale_mode;
     out->epilogue = p->epilogue;
     out->scale_type = jit__scale_type_resolved(p->scale_mode, p->scale_type);
+    if (JIT__PROBLEM_HAS_GROUPS(p)) {
+        out->groups = p->groups;
+        out->layout = p->layout;
+    }
     return JIT_OK;
+}
+
+int64_t jit__problem_band_m(const jit_problem_t *p) {
+    if (!JIT__PROBLEM_HAS_GROUPS(p) || p->groups <= 0)
+        return p->m;
+    if (p->expected_m > 0)
+        return p->expected_m;
+    return p->m <= 0 ? p->m : (p->m + p->groups - 1) / p->groups;
 }
 
 jit_status_t jit__spec_check(const jit__gemm_spec_t *spec, int token_band, int sm_count,
@@ -124,5 +139,16 @@ jit_status_t jit__spec_check(const jit__gemm_spec_t *spec, int token_band, int s
         return jit__fail(d, JIT_INVALID_SHAPE,
                          "linear_swiglu needs an even n (gate/up row pairs), got %lld",
                          (long long)spec->n);
+    if (spec->groups < 0 || spec->groups > JIT_MAX_GROUPS)
+        return jit__fail(d, JIT_INVALID_SHAPE, "groups=%lld must be in 1..%d (0: not grouped)",
+                         (long long)spec->groups, JIT_MAX_GROUPS);
+    int has_layout = spec->layout == JIT_GROUPS_CONTIGUOUS || spec->layout == JIT_GROUPS_MASKED;
+    if (spec->groups > 0 && !has_layout)
+        return jit__fail(d, JIT_INVALID_ARGUMENT,
+                         "a grouped problem needs layout contiguous or masked (got %d)",
+                         (int)spec->layout);
+    if (spec->groups == 0 && spec->layout != JIT_GROUPS_NONE)
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "layout %s is set on a problem without groups",
+                         jit_group_layout_name(spec->layout));
     return JIT_OK;
 }

@@ -33,6 +33,10 @@ typedef struct jit__gemm_spec {
      * for the modes whose word names their format. Not a common key field: the families whose
      * modes have a choice put it in their own. */
     jit_scale_type_t scale_type;
+    /* Grouped GEMM: G experts (0: dense) and where their A rows are. Only families that
+     * declare `grouped` (jit/family.h) see a spec with groups > 0. */
+    int64_t groups;
+    jit_group_layout_t layout;
 } jit__gemm_spec_t;
 
 /* Token bands: M in [1,16], [17,64], [65,128], [129,256], [257,1024], [1025, inf). One m-tile
@@ -104,13 +108,23 @@ jit_status_t jit__spec_from_problem(const jit_problem_t *p, jit__gemm_spec_t *ou
 /* A problem's scale type with DEFAULT made explicit where the mode has a choice (128x128:
  * F32); what the spec and the launch key hold, so that DEFAULT and F32 are one kernel. */
 jit_scale_type_t jit__scale_type_resolved(jit_scale_mode_t mode, jit_scale_type_t type);
+/* Whether the caller's problem struct has the grouped fields (one built against an older
+ * header ends before them, and describes a dense problem). */
+#define JIT__PROBLEM_HAS_GROUPS(p)                                                                 \
+    ((p)->struct_size >= offsetof(jit_problem_t, group_flags) + sizeof((p)->group_flags))
+
+/* The M a problem's token band is taken from: m for a dense problem; for a grouped one the
+ * rows an expert is expected to have (expected_m, else m / groups rounded up), since one kernel
+ * serves every routing and its tile suits the experts' sizes, not their sum. The grouped fields
+ * are read only when struct_size covers them. */
+int64_t jit__problem_band_m(const jit_problem_t *p);
 
 /* Output columns: N, or N/2 for linear_swiglu. */
 int64_t jit__spec_out_cols(const jit__gemm_spec_t *spec);
 
 /* The checks every family relies on (positive n and k below 2^31, band and SM count in range,
  * a known epilogue, an even n for linear_swiglu, a scale type only where the mode has a
- * choice). */
+ * choice, and for a grouped spec 1..JIT_MAX_GROUPS groups with a layout). */
 jit_status_t jit__spec_check(const jit__gemm_spec_t *spec, int token_band, int sm_count,
                              jit__diag_t *d);
 

@@ -7,6 +7,7 @@
 
 #include "family.h"
 
+extern const jit__family_t jit__family_fp8_grouped_wgmma; /* kernel_src/fp8_grouped_wgmma/ */
 extern const jit__family_t jit__family_fp8_wgmma;    /* kernel_src/fp8_wgmma/ */
 extern const jit__family_t jit__family_fp8_block_wgmma; /* kernel_src/fp8_block_wgmma/ */
 extern const jit__family_t jit__family_fp8_mma_sync; /* kernel_src/fp8_mma_sync/ */

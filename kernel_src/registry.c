@@ -15,6 +15,7 @@
  * problems the earlier ones declined. */
 static const jit__family_t *const k_builtin[] = {
     &jit__family_quant_fp8_1x128, /* takes only its own op, which no GEMM family computes */
+    &jit__family_fp8_grouped_wgmma,
     &jit__family_fp8_wgmma,
     &jit__family_fp8_block_wgmma,
     &jit__family_fp8_mma_sync,
@@ -174,6 +175,8 @@ jit_status_t jit__plan_make(const jit__gemm_spec_t *spec, int token_band, int sm
     for (size_t i = 0; i < n; i++) {
         if (only && *only && strcmp(only, t[i]->name) != 0)
             continue;
+        if ((spec->groups > 0) != (t[i]->grouped != 0))
+            continue;
         jit__diag_init(&why);
         st = t[i]->supports(spec, arch, &why);
         if (st == JIT_OK) {
@@ -249,9 +252,10 @@ jit_status_t jit__plan_make(const jit__gemm_spec_t *spec, int token_band, int sm
         return st;
     }
     return jit__fail(d, JIT_UNSUPPORTED,
-                     "no kernel family computes %s x %s with %s scales and %s output on %s",
-                     jit_dtype_name(spec->a), jit_dtype_name(spec->b),
-                     jit_scale_mode_name(spec->scales), jit_dtype_name(spec->out), arch->name);
+                     "no kernel family computes %s%s x %s with %s scales and %s output on %s",
+                     spec->groups > 0 ? "grouped " : "", jit_dtype_name(spec->a),
+                     jit_dtype_name(spec->b), jit_scale_mode_name(spec->scales),
+                     jit_dtype_name(spec->out), arch->name);
 }
 
 const char *jit__plan_kernel_name(const jit__plan_t *plan) {

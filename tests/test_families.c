@@ -311,6 +311,17 @@ Test(families, golden_sources) {
                                     .epilogue = JIT_EPILOGUE_QUANTIZE_FP8_1X128,
                                     .scale_type = JIT_SCALE_TYPE_F32};
     check_golden("quant_fp8_1x128_band4_sm_90a", &quant, 4, "sm_90a");
+    s = row_spec(4096, 7168);
+    s.groups = 8;
+    s.layout = JIT_GROUPS_CONTIGUOUS;
+    check_golden("fp8_grouped_wgmma_linear_band5_sm_90a", &s, 5, "sm_90a");
+    s = row_spec(4096, 7168);
+    s.epilogue = JIT_EPILOGUE_LINEAR_SWIGLU;
+    s.groups = 256;
+    s.layout = JIT_GROUPS_MASKED;
+    setenv("JITGEMM_FORCE_CANDIDATE", "grouped_swap:16x128", 1);
+    check_golden("fp8_grouped_wgmma_swap_swiglu_band0_sm_90a", &s, 0, "sm_90a");
+    unsetenv("JITGEMM_FORCE_CANDIDATE");
 }
 
 /* Every GEMM family has a reference and a tolerance; the FP8 families' reference is the

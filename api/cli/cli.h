@@ -76,9 +76,12 @@ int jit__cli_context_mode(const char *cache_dir, const char *arch, int sm_count,
                           jit_compile_mode_t mode, jit_context_t **out);
 
 /* The problem options inspect and run share: --op --n --k --tokens --a --b --scales
- * --out-dtype. Texts in, a filled problem out; 0 or JIT_CLI_USAGE. */
+ * --out-dtype, and for a grouped problem --groups --layout --expected-m (--layout and
+ * --expected-m need --groups; --layout defaults to contiguous). Texts in, a filled problem out;
+ * 0 or JIT_CLI_USAGE. */
 typedef struct jit__cli_problem_args {
     const char *op, *n, *k, *tokens, *a, *b, *scales, *out_dtype;
+    const char *groups, *layout, *expected_m;
 } jit__cli_problem_args_t;
 int jit__cli_problem(const char *verb, const jit__cli_problem_args_t *args, jit_problem_t *p);
 
@@ -131,6 +134,12 @@ int jit__cli_run(int argc, char **argv);
 /* `run --op quantize_fp8_1x128` (cmd_run_quantize.c), once the command line is parsed. */
 int jit__cli_run_quantize(const jit_problem_t *p, const char *cache_dir, const char *arch,
                           int sm_count, uint64_t seed, int iters, int json);
+/* `run` of a grouped problem (cmd_run_grouped.c): random routing, checked, then timed. */
+struct jit__driver;
+struct jit__family;
+int jit__cli_run_grouped(const struct jit__driver *drv, jit_context_t *ctx,
+                         const struct jit__family *fam, const jit_problem_t *p, uint64_t seed,
+                         int iters, FILE *txt);
 
 /* `cache stats` on an open cache (cmd_cache_stats.c); 0 or JIT_CLI_FAILED. */
 struct jit__cache;

@@ -15,7 +15,8 @@
 
 const char jit__cli_inspect_help[] =
     "Usage: jitgemm inspect --op OP --n N --k K --tokens T [--a A] [--b B] [--scales S]\n"
-    "                       [--out-dtype D] [--arch A] [--sm-count N] [--cache-dir D]\n"
+    "                       [--out-dtype D] [--groups G [--layout L] [--expected-m E]]\n"
+    "                       [--arch A] [--sm-count N] [--cache-dir D]\n"
     "                       [--key | --plan | --source [--full] | --ptx | --entry | --sass |\n"
     "                        --cubin] [--json] [--out DIR]\n"
     "\n"
@@ -32,6 +33,11 @@ const char jit__cli_inspect_help[] =
     "  --a A, --b B    operand formats: e4m3 (default), e5m2, e2m1\n"
     "  --scales S      row (default), ue8m0/32, ue4m3/16, ue5m3/16, ue5m3/32, 128x128\n"
     "  --out-dtype D   bf16 (default) or f32\n"
+    "Grouped (mixture-of-experts) problem, one call for every expert:\n"
+    "  --groups G      G experts (1..1024): B is [G, N, K]; --tokens is then the rows of A\n"
+    "  --layout L      contiguous (default; A [T, K], device offsets[G+1]) or masked\n"
+    "                  (A [G, T/G, K], device counts[G])\n"
+    "  --expected-m E  rows an expert is expected to have (default T/G): the token band\n"
     "Target:\n"
     "  --arch A        sm_90a, sm_100a, sm_103a, sm_107a, sm_120a (default: the current GPU)\n"
     "  --sm-count N    SM count to plan for\n"
@@ -378,6 +384,9 @@ int jit__cli_inspect(int argc, char **argv) {
         {"b", "B", &pa.b, NULL},
         {"scales", "S", &pa.scales, NULL},
         {"out-dtype", "D", &pa.out_dtype, NULL},
+        {"groups", "G", &pa.groups, NULL},
+        {"layout", "L", &pa.layout, NULL},
+        {"expected-m", "E", &pa.expected_m, NULL},
         {"arch", "A", &arch, NULL},
         {"sm-count", "N", &sm_text, NULL},
         {"cache-dir", "D", &cache_dir, NULL},

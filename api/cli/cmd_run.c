@@ -31,8 +31,9 @@
 
 const char jit__cli_run_help[] =
     "Usage: jitgemm run --op OP --n N --k K --tokens T [--a A] [--b B] [--scales S]\n"
-    "                   [--sfa-layout L] [--out-dtype D] [--iters I] [--seed S] [--arch A]\n"
-    "                   [--sm-count N] [--cache-dir D] [--json]\n"
+    "                   [--sfa-layout L] [--out-dtype D] [--groups G [--layout L]\n"
+    "                   [--expected-m E]] [--iters I] [--seed S] [--arch A] [--sm-count N]\n"
+    "                   [--cache-dir D] [--json]\n"
     "\n"
     "Run one GEMM on the GPU: random inputs (a fresh seed unless --seed), poisoned output, one\n"
     "call checked against the host FP64 reference, then I timed calls (CUDA events).\n"
@@ -50,6 +51,11 @@ const char jit__cli_run_help[] =
     "  --a A --b B --scales S --out-dtype D\n"
     "  --sfa-layout L  128x128 scales: SFA k-major ([M][ceil(K/128)], the default) or m-major\n"
     "                  ([ceil(K/128)][M], as DeepGEMM and torch store it)\n"
+    "  --groups G --layout L --expected-m E   a grouped (mixture-of-experts) problem, as for\n"
+    "                  'jitgemm inspect': T rows of A routed at random, each expert 0 to 2 T/G\n"
+    "                  of them (masked: at most T/G); the check also wants every row of no\n"
+    "                  expert untouched; TFLOP/s counts the routed rows. --json gives the\n"
+    "                  problem, groups, layout and pass\n"
     "  --iters I       timed iterations (default 20)\n"
     "  --seed S        random seed (decimal or 0x hex), to repeat a run\n"
     "  --arch A        plan for A instead of the GPU's own arch (the kernel must run here)\n"
@@ -387,6 +393,9 @@ int jit__cli_run(int argc, char **argv) {
         {"scales", "S", &pa.scales, NULL},
         {"out-dtype", "D", &pa.out_dtype, NULL},
         {"sfa-layout", "L", &sfa_layout, NULL},
+        {"groups", "G", &pa.groups, NULL},
+        {"layout", "L", &pa.layout, NULL},
+        {"expected-m", "E", &pa.expected_m, NULL},
         {"iters", "I", &iters_text, NULL},
         {"seed", "S", &seed_text, NULL},
         {"arch", "A", &arch, NULL},
@@ -509,7 +518,14 @@ int jit__cli_run(int argc, char **argv) {
     json_object_set_new(report, "device", json_string(name));
     json_object_set_new(report, "seed", json_string(seed_hex));
     json_object_set_new(report, "family", json_string(fam->name));
-    rc = run_checked(drv, ctx, fam, &p, &spec, seed, (int)iters, txt, report);
+    if (p.groups > 0) {
+        json_object_set_new(report, "groups", json_integer(p.groups));
+        json_object_set_new(report, "layout", json_string(jit_group_layout_name(p.layout)));
+        rc = jit__cli_run_grouped(drv, ctx, fam, &p, seed, (int)iters, txt);
+        json_object_set_new(report, "pass", json_boolean(rc == 0));
+    } else {
+        rc = run_checked(drv, ctx, fam, &p, &spec, seed, (int)iters, txt, report);
+    }
     if (json) {
         if (!json_object_get(report, "pass"))
             json_object_set_new(report, "pass", json_false());

@@ -213,9 +213,13 @@ static jit_status_t parse_tokens(const json_t *v, const char *source, const char
         e->tokens = calloc(JIT_TOKEN_BANDS, sizeof(*e->tokens));
         if (!e->tokens)
             return jit__fail(d, JIT_OUT_OF_MEMORY, "out of memory");
+        /* A grouped entry's band is that of its rows per expert: groups x the band's
+         * smallest count of rows. */
         for (int b = 0; b < JIT_TOKEN_BANDS; b++) {
             int64_t hi;
             jit__token_band_range(b, &e->tokens[b], &hi);
+            if (e->groups > 0)
+                e->tokens[b] *= e->groups;
         }
         e->n_tokens = JIT_TOKEN_BANDS;
         return JIT_OK;
@@ -261,10 +265,41 @@ static jit_status_t parse_tokens(const json_t *v, const char *source, const char
     return JIT_OK;
 }
 
+/* "groups" (1..JIT_MAX_GROUPS), "layout" ("contiguous", the default, or "masked") and
+ * "expected_m" (a positive integer); the last two only beside "groups". */
+static jit_status_t parse_grouped(const json_t *g, const char *source, const char *base,
+                                  jit__shape_entry_t *e, jit__diag_t *d) {
+    char p[PATH_MAX_LEN + 16];
+    const json_t *groups = json_object_get(g, "groups"), *layout = json_object_get(g, "layout");
+    const json_t *expected = json_object_get(g, "expected_m");
+    jit_status_t st;
+    if (!groups && (layout || expected))
+        return jit__fail(d, JIT_INVALID_ARGUMENT,
+                         "%s: %s.%s: describes a grouped GEMM, which needs \"groups\"", source,
+                         base, layout ? "layout" : "expected_m");
+    if (!groups)
+        return JIT_OK;
+    snprintf(p, sizeof(p), "%s.groups", base);
+    if ((st = get_positive(groups, source, p, &e->groups, d)) != JIT_OK)
+        return st;
+    if (e->groups > JIT_MAX_GROUPS)
+        return bad(d, source, p, groups, "an integer from 1 to 1024");
+    e->layout = JIT_GROUPS_CONTIGUOUS;
+    snprintf(p, sizeof(p), "%s.layout", base);
+    if (layout && (!json_is_string(layout) ||
+                   jit_group_layout_parse(json_string_value(layout), &e->layout) != JIT_OK))
+        return bad(d, source, p, layout, "\"contiguous\" or \"masked\"");
+    snprintf(p, sizeof(p), "%s.expected_m", base);
+    if (expected && (st = get_positive(expected, source, p, &e->expected_m, d)) != JIT_OK)
+        return st;
+    return JIT_OK;
+}
+
 static jit_status_t parse_entry(const json_t *g, size_t index, const char *source,
                                 jit__shape_list_t *list, jit__diag_t *d) {
-    static const char *const keys[] = {"name", "op",     "n",   "k",      "a",
-                                       "b",    "scales", "out", "tokens", NULL};
+    static const char *const keys[] = {"name",   "op",         "n",   "k",      "a",
+                                       "b",      "scales",     "out", "tokens", "groups",
+                                       "layout", "expected_m", NULL};
     static const char *const required[] = {"name", "op", "n", "k", "tokens"};
     jit__shape_entry_t *e = &list->entries[index];
     char base[PATH_MAX_LEN], p[PATH_MAX_LEN + 16];
@@ -325,6 +360,8 @@ static jit_status_t parse_entry(const json_t *g, size_t index, const char *sourc
         if ((st = get_scales(v, source, p, &e->scales, d)) != JIT_OK)
             return st;
     }
+    if ((st = parse_grouped(g, source, base, e, d)) != JIT_OK)
+        return st;
     snprintf(p, sizeof(p), "%s.tokens", base);
     return parse_tokens(json_object_get(g, "tokens"), source, p, e, d);
 }
@@ -527,6 +564,9 @@ void jit__shapes_problems(const jit__shape_list_t *list, jit_problem_t *problems
             p->out_dtype = e->out;
             p->scale_mode = e->scales;
             p->epilogue = e->op;
+            p->groups = e->groups;
+            p->layout = e->layout;
+            p->expected_m = e->expected_m;
             if (entry_of)
                 entry_of[idx] = i;
         }

@@ -28,6 +28,10 @@ typedef struct jit__shape_entry {
     jit_scale_mode_t scales;
     int64_t *tokens; /* distinct, positive, in file order */
     size_t n_tokens;
+    /* A grouped GEMM ("groups", "layout", "expected_m"): groups 0 for a dense one; expected_m 0
+     * for tokens / groups. Each token count is then the rows of A. */
+    int64_t groups, expected_m;
+    jit_group_layout_t layout;
 } jit__shape_entry_t;
 
 typedef struct jit__shape_list {

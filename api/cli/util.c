@@ -320,6 +320,17 @@ int jit__cli_problem(const char *verb, const jit__cli_problem_args_t *args, jit_
         (rc = jit__cli_scales(verb, args->scales, &p->scale_mode)) ||
         (rc = jit__cli_out_dtype(verb, args->out_dtype, &p->out_dtype)))
         return rc;
+    if (!args->groups && (args->layout || args->expected_m))
+        return jit__cli_usage(verb, "--%s describes a grouped problem: add --groups G",
+                              args->layout ? "layout" : "expected-m");
+    if (!args->groups)
+        return 0;
+    p->layout = JIT_GROUPS_CONTIGUOUS;
+    if ((rc = jit__cli_int(verb, "groups", args->groups, 1, JIT_MAX_GROUPS, &p->groups)) ||
+        (rc = jit__cli_int(verb, "expected-m", args->expected_m, 1, INT32_MAX, &p->expected_m)))
+        return rc;
+    if (args->layout && jit_group_layout_parse(args->layout, &p->layout) != JIT_OK)
+        return jit__cli_usage(verb, "--layout %s: expected contiguous or masked", args->layout);
     return 0;
 }
 

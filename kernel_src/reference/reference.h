@@ -18,6 +18,24 @@ void jit__ref_fp8_rowscaled(const jit__gemm_spec_t *spec, int64_t m, const uint8
                             const uint16_t *residual, int64_t ldr, float alpha, double *out,
                             double *mag);
 
+/* Rows of expert g of a grouped problem, as the grouped kernels read them: contiguous,
+ * rows[g] .. rows[g + 1] - 1 (offsets clamped to 0 <= rows[g] <= rows[g + 1] <= m, so a
+ * decreasing pair is an empty expert); masked, the first rows[g] (clamped to 0 .. m / groups)
+ * of rows g * (m / groups) on. `rows` is host memory here. */
+void jit__ref_grouped_rows(jit_group_layout_t layout, int64_t groups, int64_t m,
+                           const int32_t *rows, int64_t g, int64_t *row0, int64_t *count);
+
+/* The grouped FP8 row-scaled GEMM (spec->groups experts, spec->layout): for every expert, the
+ * dense reference above on its rows of A (m rows, stride lda bytes) against its B
+ * (b + g * N * ldb, [N][ldb] bytes) and scale_b (sb + g * N), into out[r][j] and mag[r][j] for
+ * j < Nout at A's row r. Rows of no expert are not written; covered[r] (if not NULL, m bytes)
+ * says which rows are an expert's (1) and which are not (0). `rows` holds the offsets or counts
+ * the kernel reads, on the host. */
+void jit__ref_fp8_grouped(const jit__gemm_spec_t *spec, int64_t m, const int32_t *rows,
+                          const uint8_t *a, int64_t lda, const uint8_t *b, int64_t ldb,
+                          const float *sa, const float *sb, float alpha, double *out, double *mag,
+                          uint8_t *covered);
+
 /* jit__ref_fp8_rowscaled in the form a family's `reference` takes (jit/family.h): the FP8
  * families share it, since they compute the same function. */
 struct jit__ref_inputs;

@@ -1,7 +1,8 @@
 """jitgemm: run-time compiled FP8 GEMM kernels for NVIDIA GPUs, from Python.
 
 A thin ctypes layer over the shared library libjitgemm.so (include/jitgemm.h); no compiler is
-needed to install it. `gemm` and `quantize_fp8_1x128` take PyTorch tensors; `prewarm` and `inspect` need neither a GPU
+needed to install it. `gemm`, `gemm_grouped` (mixture-of-experts: every expert in one call) and
+`quantize_fp8_1x128` take PyTorch tensors; `prewarm` and `inspect` need neither a GPU
 nor PyTorch. Where the library is looked for: docs/python.md (or jitgemm._lib's docstring).
 
 When PyTorch is installed, importing this package imports it and registers `gemm` as the
@@ -11,6 +12,7 @@ operators torch.ops.jitgemm.gemm and gemm_out (_torch_ops.py), which torch.compi
 from ._compile import cache_dir_of, inspect, prewarm
 from ._errors import JitError, status_name, status_names, status_string
 from ._gemm import context, gemm
+from ._grouped import gemm_grouped
 from ._lib import LibraryNotFound
 from ._quantize import quantize_fp8_1x128
 from . import _torch_ops
@@ -27,6 +29,7 @@ __all__ = [
     "cache_dir_of",
     "context",
     "gemm",
+    "gemm_grouped",
     "inspect",
     "library_path",
     "library_version",

@@ -34,6 +34,7 @@ SCALE_BLOCK_1X128_128X128 = 6  # "128x128"
 SFA_K_MAJOR, SFA_M_MAJOR = 0, 1
 EPILOGUE_LINEAR, EPILOGUE_LINEAR_ADD, EPILOGUE_LINEAR_SWIGLU = 1, 2, 3
 EPILOGUE_QUANTIZE_FP8_1X128 = 4  # the activation quantizer's op, not a GEMM epilogue
+GROUPS_CONTIGUOUS, GROUPS_MASKED = 1, 2
 
 INSPECT_STAGES = {"key": 1, "plan": 2, "source": 3, "ptx": 4, "entry": 5}
 PREWARM_RESULTS = {0: "compiled", 1: "cached", 2: "failed"}
@@ -59,6 +60,10 @@ class Problem(ctypes.Structure):
         ("sfa_layout", ctypes.c_int),
         ("ld_sfa", ctypes.c_int64),
         ("scale_type", ctypes.c_int),
+        ("groups", ctypes.c_int64),
+        ("layout", ctypes.c_int),
+        ("expected_m", ctypes.c_int64),
+        ("group_flags", ctypes.c_uint32),
     ]
 
 
@@ -71,6 +76,9 @@ class Operands(ctypes.Structure):
         ("scale_b", ctypes.c_void_p),
         ("residual", ctypes.c_void_p),
         ("d", ctypes.c_void_p),
+        ("group_offsets", ctypes.c_void_p),
+        ("group_counts", ctypes.c_void_p),
+        ("gather_index", ctypes.c_void_p),
     ]
 
 
@@ -195,6 +203,9 @@ def _declare(lib):
         "jit_quantize_fp8_1x128": (
             c_int,
             [c_void_p, ctypes.POINTER(Problem), ctypes.POINTER(QuantizeOperands), c_void_p],
+        "jit_gemm_grouped": (
+            c_int,
+            [c_void_p, ctypes.POINTER(Problem), ctypes.POINTER(Operands), c_void_p],
         ),
         "jit_prewarm": (
             c_int,

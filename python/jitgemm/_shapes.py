@@ -9,13 +9,15 @@ are checked by the library's own parsers (_problem.parse_word).
 import json
 import os
 
-from . import _problem
+from . import _lib, _problem
 
 MAX_BYTES = 16 << 20  # as JIT__SHAPES_MAX_BYTES: a wrong file fails at once
 
 _TOP_KEYS = ("target", "gemms")
 _TARGET_KEYS = ("arch", "sm_count")
-_ENTRY_KEYS = ("name", "op", "n", "k", "a", "b", "scales", "out", "tokens")
+_ENTRY_KEYS = ("name", "op", "n", "k", "a", "b", "scales", "out", "tokens", "groups", "layout",
+               "expected_m")
+_LAYOUTS = {"contiguous": _lib.GROUPS_CONTIGUOUS, "masked": _lib.GROUPS_MASKED}
 _ENTRY_REQUIRED = ("name", "op", "n", "k", "tokens")
 
 
@@ -98,8 +100,38 @@ def _entry(e, i, source, name_required, names):
                                       e.get("out", "bf16"), where=where)
         except (TypeError, ValueError) as err:
             raise _content_error(source, err) from None
+        _grouped(e, where, source, p)
         out.append((name, p))
     return out
+
+
+def _grouped(e, where, source, p):
+    """A grouped GEMM's "groups", "layout" and "expected_m" (docs/shape-list.md) into p."""
+    if "groups" not in e:
+        for key in ("layout", "expected_m"):
+            if key in e:
+                raise ValueError('%s: %s.%s: describes a grouped GEMM, which needs "groups"'
+                                 % (source, where, key))
+        return
+    g = e["groups"]
+    try:
+        _problem.positive_int(g, where + ".groups")
+    except (TypeError, ValueError) as err:
+        raise _content_error(source, err) from None
+    if g > 1024:
+        raise ValueError("%s: %s.groups: expected an integer from 1 to 1024, got %d"
+                         % (source, where, g))
+    layout = e.get("layout", "contiguous")
+    if layout not in _LAYOUTS:
+        raise ValueError('%s: %s.layout: expected "contiguous" or "masked", got %s'
+                         % (source, where, _describe(layout)))
+    p.groups, p.layout = g, _LAYOUTS[layout]
+    if "expected_m" in e:
+        try:
+            _problem.positive_int(e["expected_m"], where + ".expected_m")
+        except (TypeError, ValueError) as err:
+            raise _content_error(source, err) from None
+        p.expected_m = e["expected_m"]
 
 
 def from_object(obj, source, name_required=True):

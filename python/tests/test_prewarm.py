@@ -142,7 +142,8 @@ def test_cache_dir_from_the_environment(tmp_path, monkeypatch):
     (dict(shapes=[{"op": "linear", "n": 256, "k": 256}]), ValueError,
      ['gemms[0]: missing required field "tokens"']),
     (dict(shapes=[{"op": "linear", "n": 256, "k": 256, "tokens": [1], "dtype": "e4m3"}]),
-     ValueError, ["gemms[0].dtype: unknown key (allowed: name, op, n, k, a, b, scales, out, tokens)"]),
+     ValueError, ["gemms[0].dtype: unknown key (allowed: name, op, n, k, a, b, scales, out, "
+                  "tokens, groups, layout, expected_m)"]),
     (dict(shapes=[{"op": "linear", "n": 256, "k": 256, "tokens": [1], "a": "fp8"}]),
      ValueError, ["shapes: gemms[0].a: unknown value 'fp8' (known: e4m3, e5m2, e2m1)"]),
 ])

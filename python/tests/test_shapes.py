@@ -48,6 +48,16 @@ CASES = [
     ("a-word", doc(a="int8"), "gemms[0].a: unknown value 'int8'", "gemms[0].a"),
     ("out-word", doc(out="e4m3"), "gemms[0].out: unknown value 'e4m3'", "gemms[0].out"),
     ("scales-word", doc(scales="col"), "gemms[0].scales: unknown value 'col'", "gemms[0].scales"),
+    ("groups-zero", doc(groups=0), "gemms[0].groups: expected a positive integer",
+     "gemms[0].groups: expected a positive integer"),
+    ("groups-many", doc(groups=1025), "gemms[0].groups: expected an integer from 1 to 1024",
+     "gemms[0].groups: expected an integer from 1 to 1024"),
+    ("layout-word", doc(groups=8, layout="ragged"),
+     'gemms[0].layout: expected "contiguous" or "masked"', "gemms[0].layout"),
+    ("layout-alone", doc(layout="masked"), 'gemms[0].layout: describes a grouped GEMM',
+     'gemms[0].layout: describes a grouped GEMM, which needs "groups"'),
+    ("expected-m-zero", doc(groups=8, expected_m=0),
+     "gemms[0].expected_m: expected a positive integer", "gemms[0].expected_m"),
     ("tokens-empty", doc(tokens=[]), "gemms[0].tokens: expected a non-empty array", "gemms[0].tokens"),
     ("tokens-scalar", doc(tokens=4), "gemms[0].tokens: expected a non-empty array", "gemms[0].tokens"),
     ("tokens-dup", doc(tokens=[1, 2, 1]),
@@ -118,3 +128,15 @@ def test_unknown_target_arch_is_the_librarys_error(tmp_path, cli):
     path.write_text(json.dumps({"target": {"arch": "90a"}, "gemms": [GOOD]}))
     r = jitgemm.prewarm(path, cache_dir=tmp_path / "cache")
     assert r[0]["key"] == jitgemm.inspect("linear", 256, 256, 1, what="key", arch=ARCH)["hash"]
+
+
+def test_a_grouped_entry():
+    text = doc(groups=8, layout="masked", expected_m=64, tokens=[512, 4096])
+    sl = _shapes.from_text(text, "<grouped>")
+    assert [(p.groups, p.layout, p.expected_m, p.m) for _, p in sl.problems] == [
+        (8, 2, 64, 512), (8, 2, 64, 4096)]
+    sl = _shapes.from_text(doc(groups=4, tokens=[100]), "<grouped>")
+    p = sl.problems[0][1]
+    assert (p.groups, p.layout, p.expected_m) == (4, 1, 0), "contiguous and m / G by default"
+    p = _shapes.from_text(doc(), "<dense>").problems[0][1]
+    assert (p.groups, p.layout) == (0, 0)
