@@ -365,7 +365,7 @@ static void launch_once(const jit__plan_t *p, void *state, jit_problem_t *prob, 
     memset(&drv, 0, sizeof(drv));
     drv.cuTensorMapEncodeTiled = fake_encode;
     drv.cuLaunchKernelEx = fake_launch;
-    jit__launch_args_t args = {prob, ops, lda, ldb, ldd, prob->n, NULL};
+    jit__launch_args_t args = {prob, ops, lda, ldb, ldd, prob->n, NULL, 0, 0};
     jit__diag_t d;
     jit__diag_init(&d);
     cr_assert_eq(p->family->launch(&drv, NULL, p, state, &args, &d), JIT_OK, "%s", d.msg);
