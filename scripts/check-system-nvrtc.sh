@@ -15,7 +15,8 @@ cache="$(mktemp -d)"
 trap 'rm -rf "$cache"' EXIT
 export JITGEMM_TOOLKIT_DIR="$root" JITGEMM_CACHE_DIR="$cache"
 failed=0
-# One problem per route: wgmma tiles and decode, the 128x128 tiles and decode, the quantizer.
+# One problem per route: wgmma tiles and decode, the 128x128 tiles and decode, the quantizer,
+# the grouped tiles and a masked grouped problem.
 while read -r what args; do
     [ -n "$what" ] || continue
     # shellcheck disable=SC2086 # the problem's words split on purpose
@@ -33,5 +34,7 @@ wgmma-decode --op linear --n 5120 --k 5120 --tokens 1
 block-tiles --op linear_swiglu --n 1048 --k 1552 --tokens 600 --scales 128x128
 block-decode --op linear --n 1176 --k 1552 --tokens 16 --scales 128x128
 quantizer --op quantize_fp8_1x128 --k 1552 --tokens 300
+grouped-tiles --op linear --n 1000 --k 1552 --tokens 700 --groups 8
+grouped-masked --op linear_swiglu --n 1048 --k 1552 --tokens 256 --groups 8 --layout masked --expected-m 24
 PROBLEMS
 exit "$failed"

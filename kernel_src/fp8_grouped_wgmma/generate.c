@@ -116,7 +116,7 @@ static void emit_abi_asserts(jit__sb_t *sb) {
     };
     for (size_t i = 0; i < sizeof(k_fields) / sizeof(k_fields[0]); i++)
         jit__sb_printf(sb,
-                       "static_assert(__builtin_offsetof(GroupedParams, %s) == %zu, \"abi.h\");\n",
+                       "static_assert(__INTADDR__(&((GroupedParams *)0)->%s) == %zu, \"abi.h\");\n",
                        k_fields[i].field, k_fields[i].offset);
     jit__sb_printf(sb, "static_assert(sizeof(GroupedParams) == %zu, \"abi.h\");\n",
                    sizeof(jit__grouped_params_t));

@@ -133,6 +133,29 @@ static int replace(char **src, const char *from, const char *to) {
     return 1;
 }
 
+/* NVRTC's __INTADDR__(&((BswParams *)0)->field) as GCC's __builtin_offsetof(BswParams, field);
+ * 0 where the source has none (the asserts moved) or a field name does not fit. */
+static int intaddr_to_offsetof(char **src) {
+    const char *pre = "__INTADDR__(&((BswParams *)0)->";
+    int n = 0;
+    char *at;
+    while ((at = strstr(*src, pre)) != NULL) {
+        char field[64], from[160], to[160];
+        const char *f = at + strlen(pre);
+        size_t fl = strcspn(f, ")");
+        if (fl >= sizeof(field))
+            return 0;
+        memcpy(field, f, fl);
+        field[fl] = 0;
+        snprintf(from, sizeof(from), "%s%s)", pre, field);
+        snprintf(to, sizeof(to), "__builtin_offsetof(BswParams, %s)", field);
+        if (!replace(src, from, to))
+            return 0;
+        n++;
+    }
+    return n > 0;
+}
+
 static int cmd_gen(const bsw_case_t *c, const char *out) {
     jit__plan_t plan;
     if (!make_plan(c, &plan))
@@ -146,9 +169,11 @@ static int cmd_gen(const bsw_case_t *c, const char *out) {
         fprintf(stderr, "fmodel_bsw: generate: %s\n", d.msg);
         return 2;
     }
-    /* The one host-specific place: the extern __shared__ array (one per CTA here). */
+    /* The two host-specific places: the extern __shared__ array (one per CTA here) and NVRTC's
+     * __INTADDR__ in the parameter offset asserts (GCC's __builtin_offsetof). */
     if (!replace(&src, "extern __shared__ __align__(1024) unsigned char smem[];",
-                 "unsigned char *const smem = fm::dynamic_smem();")) {
+                 "unsigned char *const smem = fm::dynamic_smem();") ||
+        !intaddr_to_offsetof(&src)) {
         fprintf(stderr, "fmodel_bsw: the generated source no longer has the expected entry\n");
         free(src);
         return 2;

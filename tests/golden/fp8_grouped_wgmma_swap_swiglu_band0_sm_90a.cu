@@ -2,7 +2,7 @@
  * jitgemm generated kernel: grouped FP8 E4M3 x E4M3 GEMM with FP32 row scales, BF16 out.
  * Family fp8_grouped_wgmma: one launch for every expert, rows per expert read on the device.
  *
- * key:    jitgemm key=5 family=fp8_grouped_wgmma device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_90a target=sm_90a fallback=0 band=0 n=4096 k=7168 a=e4m3 b=e4m3 out=bf16 scales=row epilogue=linear_swiglu tile=16x128x128 stages=8 threads=384 cluster=1x1 fallback_cluster=0x0 groups=256 layout=masked route=swap group_m=8 regs=40/232 code=2e9c6131d1f3e43a67b3b4d9259d9581
+ * key:    jitgemm key=5 family=fp8_grouped_wgmma device=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx arch=sm_90a target=sm_90a fallback=0 band=0 n=4096 k=7168 a=e4m3 b=e4m3 out=bf16 scales=row epilogue=linear_swiglu tile=16x128x128 stages=8 threads=384 cluster=1x1 fallback_cluster=0x0 groups=256 layout=masked route=swap group_m=8 regs=40/232 code=1293e0f056f900006b08dc2f78869c21
  * hash:   kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
  * target: sm_90a
  *
@@ -21,13 +21,13 @@ typedef GroupedSwapCfg<16, 8, 4096, 7168, 256, GROUPED_MASKED, GROUPED_EPI_SWIGL
 typedef GroupedSwapKernel<Cfg> Kernel;
 static_assert(Kernel::SMEM_BYTES == 160136, "the plan's shared memory");
 static_assert(Kernel::THREADS == 384, "the plan's threads");
-static_assert(__builtin_offsetof(GroupedParams, tmap_b) == 128, "abi.h");
-static_assert(__builtin_offsetof(GroupedParams, sa) == 256, "abi.h");
-static_assert(__builtin_offsetof(GroupedParams, d) == 272, "abi.h");
-static_assert(__builtin_offsetof(GroupedParams, rows) == 280, "abi.h");
-static_assert(__builtin_offsetof(GroupedParams, m) == 288, "abi.h");
-static_assert(__builtin_offsetof(GroupedParams, ldd) == 296, "abi.h");
-static_assert(__builtin_offsetof(GroupedParams, alpha) == 304, "abi.h");
+static_assert(__INTADDR__(&((GroupedParams *)0)->tmap_b) == 128, "abi.h");
+static_assert(__INTADDR__(&((GroupedParams *)0)->sa) == 256, "abi.h");
+static_assert(__INTADDR__(&((GroupedParams *)0)->d) == 272, "abi.h");
+static_assert(__INTADDR__(&((GroupedParams *)0)->rows) == 280, "abi.h");
+static_assert(__INTADDR__(&((GroupedParams *)0)->m) == 288, "abi.h");
+static_assert(__INTADDR__(&((GroupedParams *)0)->ldd) == 296, "abi.h");
+static_assert(__INTADDR__(&((GroupedParams *)0)->alpha) == 304, "abi.h");
 static_assert(sizeof(GroupedParams) == 320, "abi.h");
 
 extern "C" __global__ void __launch_bounds__(Kernel::THREADS, 1)
