@@ -127,6 +127,43 @@ static jit_status_t plan_with(const jit__family_t *f, jit__plan_t *out, jit__dia
     return st;
 }
 
+/* The environment every plan reads: JITGEMM_FAMILY (`only`) must name a family, and each
+ * family's comparison switches must hold a value it builds, whatever family plans the problem,
+ * so that a misspelt switch fails every plan rather than build the default under its name. */
+static jit_status_t check_environment(const jit__family_t *const *t, size_t n, const char *only,
+                                      jit__diag_t *d) {
+    if (only && *only && !jit__family_find(only)) {
+        char names[256] = "";
+        for (size_t i = 0; i < n; i++)
+            snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "",
+                     t[i]->name);
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "JITGEMM_FAMILY=%s names no family (known: %s)",
+                         only, names);
+    }
+    for (size_t i = 0; i < n; i++) {
+        jit_status_t st = t[i]->check_switches ? t[i]->check_switches(d) : JIT_OK;
+        if (st != JIT_OK)
+            return st;
+    }
+    return JIT_OK;
+}
+
+/* No family planned the problem: the first refusal with a message says why best (it comes from
+ * the family that computes such problems, only not this one or not here), else none takes it. */
+static jit_status_t refuse(const jit__gemm_spec_t *spec, const jit__arch_profile_t *arch,
+                           jit__diag_t *first, jit__diag_t *d) {
+    if (first->status != JIT_OK) {
+        jit_status_t st = jit__fail(d, first->status, "%s", first->msg);
+        jit__diag_clear(first);
+        return st;
+    }
+    return jit__fail(d, JIT_UNSUPPORTED,
+                     "no kernel family computes %s%s x %s with %s scales and %s output on %s",
+                     spec->groups > 0 ? "grouped " : "", jit_dtype_name(spec->a),
+                     jit_dtype_name(spec->b),
+                     jit_scale_mode_name(spec->scales), jit_dtype_name(spec->out), arch->name);
+}
+
 jit_status_t jit__plan_make(const jit__gemm_spec_t *spec, int token_band, int sm_count,
                             const jit__arch_profile_t *arch, jit__plan_t *out, jit__diag_t *d) {
     memset(out, 0, sizeof(*out));
@@ -140,17 +177,8 @@ jit_status_t jit__plan_make(const jit__gemm_spec_t *spec, int token_band, int sm
     /* JITGEMM_FAMILY restricts the choice to one family: for comparing families on one
      * problem, and for tests that must exercise a family the model would not pick. */
     const char *only = getenv("JITGEMM_FAMILY");
-    if (only && *only && !jit__family_find(only)) {
-        char names[256] = "";
-        for (size_t i = 0; i < n; i++)
-            snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "",
-                     t[i]->name);
-        return jit__fail(d, JIT_INVALID_ARGUMENT, "JITGEMM_FAMILY=%s names no family (known: %s)",
-                         only, names);
-    }
-    for (size_t i = 0; i < n; i++)
-        if (t[i]->check_switches && (st = t[i]->check_switches(d)) != JIT_OK)
-            return st;
+    if ((st = check_environment(t, n, only, d)) != JIT_OK)
+        return st;
     /* JITGEMM_FORCE_CANDIDATE=route:MxN takes that candidate whatever the model says, so the
      * sweep benchmark can time every candidate the models weigh. */
     const char *force = getenv("JITGEMM_FORCE_CANDIDATE");
@@ -246,16 +274,7 @@ jit_status_t jit__plan_make(const jit__gemm_spec_t *spec, int token_band, int sm
         return JIT_OK;
     }
     memset(out, 0, sizeof(*out));
-    if (first.status != JIT_OK) {
-        st = jit__fail(d, first.status, "%s", first.msg);
-        jit__diag_clear(&first);
-        return st;
-    }
-    return jit__fail(d, JIT_UNSUPPORTED,
-                     "no kernel family computes %s%s x %s with %s scales and %s output on %s",
-                     spec->groups > 0 ? "grouped " : "", jit_dtype_name(spec->a),
-                     jit_dtype_name(spec->b), jit_scale_mode_name(spec->scales),
-                     jit_dtype_name(spec->out), arch->name);
+    return refuse(spec, arch, &first, d);
 }
 
 const char *jit__plan_kernel_name(const jit__plan_t *plan) {

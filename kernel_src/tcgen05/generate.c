@@ -3,11 +3,11 @@
  * (sm_100a, sm_103a, sm_107a). The kernel is device code in kernel_src/tcgen05/device/ (*.cuh)
  * (the template Tcgen05Kernel<P>) on the building blocks of kernel_src/device/; this file checks
  * the plan and writes what varies per plan: a header comment (key text and plan), one include,
- * the plan as the enumerators of struct TcPlan, static_asserts that tie the template's K-block
- * schedule and the parameter block to the host's values, and the extern "C" entry point. The
- * structural choices (multicast code, overlapping accumulators, B-reuse MMAs, the epilogue kind,
- * collector hints) are TcPlan constants the template branches on with `if constexpr`; they
- * follow plan fields, never the arch name.
+ * the plan as the enumerators of struct TcPlan (generate_plan.c), static_asserts that tie the
+ * template's K-block schedule and the parameter block to the host's values, and the extern "C"
+ * entry point. The structural choices (multicast code, overlapping accumulators, B-reuse MMAs,
+ * the epilogue kind, collector hints) are TcPlan constants the template branches on with
+ * `if constexpr`; they follow plan fields, never the arch name.
  *
  * Nothing generated here has run: no Blackwell or Rubin GPU was available. It is compiled by
  * ptxas (through nvJitLink) for every target in the compile matrix and checked statically.
@@ -74,39 +74,11 @@ static jit_status_t check_fallback_semantics(const jit__plan_t *plan, const jit_
     return JIT_OK;
 }
 
-/* Readers of the work ring per CTA: the producer warp, the MMA warp, four epilogue warps. */
-#define WORK_READERS 6
-
-jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__key_t *key,
-                           jit__sb_t *sb, jit__diag_t *d) {
-    memset(g, 0, sizeof(*g));
-    g->plan = plan;
-    g->tc = jit__tc_of(plan);
-    g->key = key;
-    g->sb = sb;
-    const jit__tc_plan_t *tc = jit__tc_of(plan);
-    if (plan->family != &jit__family_tcgen05 || !tc->valid)
-        return jit__fail(d, JIT_INTERNAL, "tcgen05 generator called for a plan of another family");
-
-    g->native = !(key && key->fallback);
-    g->tmem_exclusive = tc->tmem.allocated_columns > 512 || !is_pow2(tc->tmem.allocated_columns);
-    if (!g->native && g->tmem_exclusive)
-        return jit__fail(
-            d, JIT_TOOLCHAIN_NOT_FOUND,
-            "this %s plan allocates %d TMEM columns, which needs "
-            "tcgen05.alloc.exclusive (PTX ISA 9.4, NVRTC 13.4 or later); the %s "
-            "fallback build cannot express it. Install a newer NVRTC (scripts/setup.sh) "
-            "for a native %s cubin",
-            plan->arch->name, tc->tmem.allocated_columns, key ? key->target : "fallback",
-            plan->arch->name);
-    if (!g->native) {
-        jit_status_t fst = check_fallback_semantics(plan, key, d);
-        if (fst != JIT_OK)
-            return fst;
-    }
-    g->collector_b = tc->breuse && g->native;
-
-    /* warps */
+/* The warp roles: four epilogue warps from a multiple of 4, one MMA warp, one TMA warp (which also
+ * runs the scheduler). */
+static jit_status_t check_warps(jit__tcg_t *g, jit__diag_t *d) {
+    const jit__plan_t *plan = g->plan;
+    const jit__tc_plan_t *tc = g->tc;
     g->n_warps = plan->threads / 32;
     if (plan->threads % 32 || tc->epilogue_warps != 4 || tc->first_epilogue_warp % 4 != 0)
         return jit__fail(d, JIT_INTERNAL,
@@ -124,8 +96,14 @@ jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__ke
         return jit__fail(d, JIT_INTERNAL,
                          "tcgen05 warp roles must be 4 epilogue warps, one MMA and one TMA warp");
     g->scheduler_warp = tc->tma_warp;
+    return JIT_OK;
+}
 
-    /* clusters */
+/* Clusters of whole CTA pairs; a fallback shape splits the preferred one along M into a power-of-
+ * two number of parts. */
+static jit_status_t check_clusters(jit__tcg_t *g, jit__diag_t *d) {
+    const jit__plan_t *plan = g->plan;
+    const jit__tc_plan_t *tc = g->tc;
     int cg = tc->cta_group;
     if (cg != 1 && cg != 2)
         return jit__fail(d, JIT_INTERNAL, "cta_group %d", cg);
@@ -147,8 +125,15 @@ jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__ke
         if (!is_pow2(g->split) || g->split > 16)
             return jit__fail(d, JIT_INTERNAL, "split factor %d", g->split);
     }
+    return JIT_OK;
+}
 
-    /* operands */
+/* Operand rows, multicast slices of whole swizzle atoms, TMA K coordinates and the descriptors'
+ * constant halves. */
+static jit_status_t set_operands(jit__tcg_t *g, jit__diag_t *d) {
+    const jit__plan_t *plan = g->plan;
+    const jit__tc_plan_t *tc = g->tc;
+    const int cg = tc->cta_group;
     g->halves = tc->breuse ? 2 : 1;
     if (tc->a.rows != 128 * g->halves || tc->b.rows != plan->tile_n / cg ||
         tc->a.boxes_per_stage < 1 || tc->b.boxes_per_stage < 1 ||
@@ -173,8 +158,14 @@ jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__ke
     /* A 512-byte scale chunk (tcgen05.h says why these LBO and SBO). */
     g->sf_desc_hi =
         jit__tc_smem_desc(bits, 0, JIT_TC_SF_DESC_LBO, JIT_TC_SF_DESC_SBO, JIT_TC_SWIZZLE_NONE, 0);
+    return JIT_OK;
+}
 
-    /* epilogue */
+/* The epilogue's sub-tiles, the C staging the plan laid out, and the early release of overlapping
+ * accumulators. */
+static jit_status_t set_epilogue(jit__tcg_t *g, jit__diag_t *d) {
+    const jit__plan_t *plan = g->plan;
+    const jit__tc_plan_t *tc = g->tc;
     jit__tc_c_layout_t cl;
     jit_status_t st = jit__tc_c_layout(plan, &cl, d);
     if (st != JIT_OK)
@@ -206,9 +197,13 @@ jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__ke
                              "shared columns",
                              g->release_after, tc->tmem.overlap_columns);
     }
+    return JIT_OK;
+}
 
-    /* Barrier block: the plan's barriers (full, empty, acc_full, acc_empty) where it put them,
-     * then the work ring in the free rest of the plan's barrier buffer. */
+/* The barrier block: the plan's barriers (full, empty, acc_full, acc_empty) where it put them,
+ * then the work ring in the free rest of the plan's barrier buffer. */
+static jit_status_t set_barriers(jit__tcg_t *g, jit__diag_t *d) {
+    const jit__tc_plan_t *tc = g->tc;
     const jit__tc_smem_buffer_t *bb = &tc->smem.buffers[JIT_TC_BUF_BARRIERS];
     uint32_t s = (uint32_t)tc->smem.stages, as = (uint32_t)tc->tmem.acc_stages;
     g->bar_full = bb->offset;
@@ -229,6 +224,47 @@ jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__ke
             "the work ring (%u bytes from %u) does not fit in the %u-byte barrier block",
             24u * JIT_TCG_WORK_SLOTS, ring, bb->size);
     return JIT_OK;
+}
+
+jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__key_t *key,
+                           jit__sb_t *sb, jit__diag_t *d) {
+    memset(g, 0, sizeof(*g));
+    g->plan = plan;
+    g->tc = jit__tc_of(plan);
+    g->key = key;
+    g->sb = sb;
+    const jit__tc_plan_t *tc = jit__tc_of(plan);
+    if (plan->family != &jit__family_tcgen05 || !tc->valid)
+        return jit__fail(d, JIT_INTERNAL, "tcgen05 generator called for a plan of another family");
+
+    g->native = !(key && key->fallback);
+    g->tmem_exclusive = tc->tmem.allocated_columns > 512 || !is_pow2(tc->tmem.allocated_columns);
+    if (!g->native && g->tmem_exclusive)
+        return jit__fail(
+            d, JIT_TOOLCHAIN_NOT_FOUND,
+            "this %s plan allocates %d TMEM columns, which needs "
+            "tcgen05.alloc.exclusive (PTX ISA 9.4, NVRTC 13.4 or later); the %s "
+            "fallback build cannot express it. Install a newer NVRTC (scripts/setup.sh) "
+            "for a native %s cubin",
+            plan->arch->name, tc->tmem.allocated_columns, key ? key->target : "fallback",
+            plan->arch->name);
+    if (!g->native) {
+        jit_status_t fst = check_fallback_semantics(plan, key, d);
+        if (fst != JIT_OK)
+            return fst;
+    }
+    g->collector_b = tc->breuse && g->native;
+
+    jit_status_t st = check_warps(g, d);
+    if (st == JIT_OK)
+        st = check_clusters(g, d);
+    if (st == JIT_OK)
+        st = set_operands(g, d);
+    if (st == JIT_OK)
+        st = set_epilogue(g, d);
+    if (st == JIT_OK)
+        st = set_barriers(g, d);
+    return st;
 }
 
 /* ---- emission ---------------------------------------------------------------------------- */
@@ -273,160 +309,8 @@ static void emit_header(const jit__tcg_t *g) {
             " */\n\n");
 }
 
-/* The plan's numbers are enumerators of TcPlan, never constexpr variables: NVRTC's
- * -default-device turns a namespace-scope constexpr (or an ODR-used static constexpr member)
- * into a __device__ global (PTX .global data), and enumerators never become one. */
-static void constant(jit__sb_t *sb, const char *name, unsigned long long v, const char *why) {
-    if (why)
-        jit__sb_printf(sb, "        %s = %llu, /* %s */\n", name, v, why);
-    else
-        jit__sb_printf(sb, "        %s = %llu,\n", name, v);
-}
-
 static void emit_includes(const jit__tcg_t *g) {
     jit__sb_append(g->sb, "#include \"tcgen05/device/kernel.cuh\"\n\n");
-}
-
-static void emit_plan(const jit__tcg_t *g) {
-    const jit__plan_t *p = g->plan;
-    const jit__tc_plan_t *tc = g->tc;
-    const jit__tc_smem_buffer_t *b = tc->smem.buffers;
-    jit__sb_t *sb = g->sb;
-    int cluster_tile_m = p->cluster_m * 128 * g->halves;
-    int64_t cluster_tile_n = (int64_t)p->cluster_n * p->tile_n;
-    jit__tc_c_layout_t cl;
-    jit__tc_c_layout(p, &cl, NULL);
-
-    jit__sb_append(sb,
-                   "/* The plan: every number and structural choice the kernel template reads. */\n"
-                   "struct TcPlan {\n");
-    jit__sb_append(sb, "    /* structure */\n    enum : int {\n");
-    jit__sb_printf(sb, "        KIND = sm100::KIND_%s,\n",
-                   tc->kind == JIT_TC_KIND_MXF8F6F4 ? "MXF8F6F4"
-                   : tc->kind == JIT_TC_KIND_MXF4   ? "MXF4"
-                                                    : "MXF4NVF4");
-    constant(sb, "SF_VEC", (unsigned)tc->sf_vec, "elements per scale factor");
-    constant(sb, "COLLECTOR_B", (unsigned)g->collector_b, ".collector::b hints (PTX 9.4)");
-    constant(sb, "TMEM_EXCLUSIVE", (unsigned)g->tmem_exclusive,
-             "tcgen05.alloc.exclusive (columns > 512)");
-    constant(sb, "HAS_FALLBACK", (unsigned)g->has_fallback, "a fallback cluster shape");
-    constant(sb, "A_MULTICAST", (unsigned)tc->a.multicast, NULL);
-    constant(sb, "B_MULTICAST", (unsigned)tc->b.multicast, NULL);
-    constant(sb, "OVERLAP", (unsigned)tc->tmem.overlap, "accumulator stages share columns");
-    constant(sb, "REVERSE_DRAIN", (unsigned)(tc->tmem.overlap && tc->tmem.reverse_traversal),
-             "stage 0 drains backwards");
-    jit__sb_printf(sb, "        EPILOGUE = TC_EPI_%s,\n",
-                   p->spec.epilogue == JIT_EPILOGUE_LINEAR_ADD      ? "LINEAR_ADD"
-                   : p->spec.epilogue == JIT_EPILOGUE_LINEAR_SWIGLU ? "LINEAR_SWIGLU"
-                                                                    : "LINEAR");
-    jit__sb_append(sb, "    };\n\n    /* shape and pipeline */\n    enum : u32 {\n");
-    constant(sb, "NUM_THREADS", (unsigned)p->threads, NULL);
-    constant(sb, "EPI_WARP0", (unsigned)tc->first_epilogue_warp, NULL);
-    constant(sb, "EPI_WARPS", 4, NULL);
-    constant(sb, "MMA_WARP", (unsigned)tc->mma_warp, NULL);
-    constant(sb, "TMA_WARP", (unsigned)tc->tma_warp, "also the scheduler in cluster rank 0");
-    constant(sb, "CTA_GROUP", (unsigned)tc->cta_group, NULL);
-    constant(sb, "HALVES", (unsigned)g->halves, "M-halves per CTA (2 with B-reuse)");
-    constant(sb, "TILE_N", (unsigned)p->tile_n, "B rows of one MMA tile");
-    constant(sb, "B_ROWS", (unsigned)tc->b.rows, "B rows per CTA");
-    constant(sb, "STAGES", (unsigned)tc->smem.stages, NULL);
-    constant(sb, "ACC_STAGES", (unsigned)tc->tmem.acc_stages, NULL);
-    constant(sb, "K_TILES", (unsigned long long)((p->spec.k + p->tile_k - 1) / p->tile_k),
-             "ceil(K / tile K)");
-    constant(sb, "K_BLOCKS", (unsigned)tc->instrs_per_tile_k, "MMAs per K tile and M-half");
-    constant(sb, "N_TOTAL", (unsigned long long)p->spec.n, NULL);
-    constant(sb, "N_TILES_N",
-             (unsigned long long)((p->spec.n + cluster_tile_n - 1) / cluster_tile_n),
-             "work tiles along N");
-    constant(sb, "PREF_M", (unsigned)p->cluster_m, "preferred cluster, CTAs");
-    constant(sb, "PREF_N", (unsigned)p->cluster_n, NULL);
-    constant(sb, "FB_M", (unsigned)p->fallback_cluster_m, "fallback cluster (0: none)");
-    constant(sb, "FB_N", (unsigned)p->fallback_cluster_n, NULL);
-    constant(sb, "SPLIT", (unsigned)g->split, "fallback clusters per work ID");
-    constant(sb, "CLUSTER_TILE_M", (unsigned)cluster_tile_m, "rows of one work ID");
-    constant(sb, "WORK_SLOTS", JIT_TCG_WORK_SLOTS, NULL);
-    constant(sb, "WORK_READERS", WORK_READERS, "per CTA: producer, MMA, 4 epilogue warps");
-
-    jit__sb_append(sb, "    };\n\n    /* shared memory (bytes from the 1024-aligned base) */\n"
-                       "    enum : u32 {\n");
-    constant(sb, "OFF_FULL", g->bar_full, NULL);
-    constant(sb, "OFF_EMPTY", g->bar_empty, NULL);
-    constant(sb, "OFF_ACC_FULL", g->bar_acc_full, NULL);
-    constant(sb, "OFF_ACC_EMPTY", g->bar_acc_empty, NULL);
-    constant(sb, "OFF_TMEM_PTR", b[JIT_TC_BUF_TMEM_PTR].offset, NULL);
-    constant(sb, "OFF_WORK_FULL", g->bar_work_full, NULL);
-    constant(sb, "OFF_WORK_EMPTY", g->bar_work_empty, NULL);
-    constant(sb, "OFF_WORK_IDS", g->work_ids, NULL);
-    constant(sb, "OFF_A", b[JIT_TC_BUF_A].offset, NULL);
-    constant(sb, "A_STAGE", b[JIT_TC_BUF_A].stage_bytes, NULL);
-    constant(sb, "OFF_B", b[JIT_TC_BUF_B].offset, NULL);
-    constant(sb, "B_STAGE", b[JIT_TC_BUF_B].stage_bytes, NULL);
-    constant(sb, "OFF_SFA", b[JIT_TC_BUF_SFA].offset, NULL);
-    constant(sb, "SFA_STAGE", b[JIT_TC_BUF_SFA].stage_bytes, NULL);
-    constant(sb, "OFF_SFB", b[JIT_TC_BUF_SFB].offset, NULL);
-    constant(sb, "SFB_STAGE", b[JIT_TC_BUF_SFB].stage_bytes, NULL);
-    constant(sb, "OFF_C", b[JIT_TC_BUF_C].offset, NULL);
-    constant(sb, "C_STAGE", b[JIT_TC_BUF_C].stage_bytes, NULL);
-    constant(sb, "C_STAGES", (unsigned)tc->smem.c_stages, NULL);
-    constant(sb, "OPERAND_END", tc->smem.operand_end, "end of the last MMA/tcgen05.cp operand");
-    constant(sb, "DESC_ADDR_LIMIT", jit__tc_smem_desc_addr_limit(p->arch),
-             "absolute addresses a descriptor can hold");
-    constant(sb, "DESC_ADDR_MASK", (1u << jit__tc_smem_desc_addr_bits(p->arch)) - 1u,
-             "descriptor start field: (addr >> 4) & this");
-
-    jit__sb_append(sb, "    };\n\n    /* TMA */\n    enum : u32 {\n");
-    constant(sb, "A_BOXES", (unsigned)tc->a.boxes_per_stage, "boxes along K per stage");
-    constant(sb, "A_BOX_BYTES", tc->a.box_inner_bytes, "SMEM bytes of one box row");
-    constant(sb, "A_KC_TILE", (unsigned)g->a_kcoord_tile, "K coordinate per K tile");
-    constant(sb, "A_KC_BOX", (unsigned)g->a_kcoord_box, NULL);
-    constant(sb, "A_K_STEP", tc->a.k_step_bytes, "SMEM bytes of A along K per MMA");
-    constant(sb, "B_BOXES", (unsigned)tc->b.boxes_per_stage, NULL);
-    constant(sb, "B_BOX_BYTES", tc->b.box_inner_bytes, NULL);
-    constant(sb, "B_KC_TILE", (unsigned)g->b_kcoord_tile, NULL);
-    constant(sb, "B_KC_BOX", (unsigned)g->b_kcoord_box, NULL);
-    constant(sb, "B_K_STEP", tc->b.k_step_bytes, NULL);
-    constant(sb, "SF_CHUNKS_K", (unsigned)tc->sfa_chunks_k, "512-byte scale chunks per K tile");
-    constant(sb, "EXPECT_TX", tc->expect_tx_bytes, "GMEM bytes per stage per CTA");
-
-    jit__sb_append(sb, "    };\n\n    /* MMA and TMEM */\n    enum : u64 {\n");
-    jit__sb_printf(sb, "        A_DESC_HI = 0x%016llXull, /* LBO %u, SBO %u, swizzle %s */\n",
-                   (unsigned long long)g->a_desc_hi, tc->a.lbo, tc->a.sbo,
-                   jit__tc_swizzle_name(tc->a.swizzle));
-    jit__sb_printf(sb, "        B_DESC_HI = 0x%016llXull, /* LBO %u, SBO %u, swizzle %s */\n",
-                   (unsigned long long)g->b_desc_hi, tc->b.lbo, tc->b.sbo,
-                   jit__tc_swizzle_name(tc->b.swizzle));
-    jit__sb_printf(sb, "        SF_DESC_HI = 0x%016llXull, /* scale chunk: no swizzle */\n",
-                   (unsigned long long)g->sf_desc_hi);
-    jit__sb_printf(sb,
-                   "    };\n    enum : u32 {\n"
-                   "        IDESC = 0x%08Xu, /* SF IDs 0; patched per instruction */\n",
-                   tc->idesc);
-    constant(sb, "TMEM_COLS", (unsigned)tc->tmem.allocated_columns, "allocated TMEM columns");
-    constant(sb, "ACC_COL0", (unsigned)tc->tmem.acc[0].first_column, NULL);
-    constant(sb, "ACC_COL1",
-             (unsigned)(tc->tmem.acc_stages > 1 ? tc->tmem.acc[1].first_column
-                                                : tc->tmem.acc[0].first_column),
-             NULL);
-    constant(sb, "ACC_HALF_STRIDE", (unsigned)tc->tmem.acc_half_stride, NULL);
-    constant(sb, "SFA_COL", (unsigned)tc->tmem.sfa_first_column, NULL);
-    constant(sb, "SFB_COL", (unsigned)tc->tmem.sfb_first_column, NULL);
-    constant(sb, "SFA_HALF_STRIDE", (unsigned)tc->tmem.sfa_half_stride, NULL);
-    constant(sb, "SF_PER_INSTR", (unsigned)tc->sf_per_instr, "scale factors per row per MMA");
-    constant(sb, "SFB_ROW_BLOCKS", (unsigned)tc->sfb_row_blocks, "128-row scale blocks of B");
-
-    jit__sb_append(sb, "    };\n\n    /* epilogue */\n    enum : u32 {\n");
-    constant(sb, "OUT_BYTES", (unsigned)g->out_bytes, "2: BF16, 4: FP32");
-    constant(sb, "EPI_ACC_COLS", (unsigned)g->epi_acc_cols, "accumulator columns per sub-tile");
-    constant(sb, "EPI_SUBTILES", (unsigned)g->epi_subtiles, "per M-half");
-    constant(sb, "C_SLAB", g->c_slab, "one warp's 32 rows of a C stage");
-    constant(sb, "C_BOX_BYTES", cl.box_bytes, "TMA-store box row = swizzle span");
-    constant(sb, "C_BOX_COLS", (unsigned)(cl.box_bytes / (uint32_t)cl.out_bytes), NULL);
-    constant(sb, "C_BOXES", (unsigned)cl.boxes, NULL);
-    constant(sb, "C_SWIZZLE_MASK", cl.box_bytes / 16u - 1u, NULL);
-    if (tc->tmem.overlap)
-        constant(sb, "RELEASE_AFTER", (unsigned)g->release_after,
-                 "sub-tiles drained before the early release");
-    jit__sb_append(sb, "    };\n};\n\n");
 }
 
 /* SMEM byte offset of K-block k of M-half `half` in an A stage, and of K-block k in B. */
@@ -524,7 +408,7 @@ jit_status_t jit__gen_tcgen05(const jit__plan_t *plan, const jit__key_t *key, ch
     }
     emit_header(&g);
     emit_includes(&g);
-    emit_plan(&g);
+    jit__tcg_emit_plan(&g);
     emit_schedule_checks(&g);
     emit_param_checks(&g);
     emit_entry(&g);

@@ -69,6 +69,9 @@ typedef struct jit__tcg {
 } jit__tcg_t;
 
 /* Fill `g` from the plan and key, checking every invariant the emitted code relies on. */
+/* Write struct TcPlan, the plan as the template reads it (generate_plan.c). */
+void jit__tcg_emit_plan(const jit__tcg_t *g);
+
 jit_status_t jit__tcg_init(jit__tcg_t *g, const jit__plan_t *plan, const jit__key_t *key,
                            jit__sb_t *sb, jit__diag_t *d);
 

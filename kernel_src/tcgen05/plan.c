@@ -237,20 +237,24 @@ static const char *max_version(const char *a, const char *b) {
     return (a1 > b1 || (a1 == b1 && a2 >= b2)) ? a : b;
 }
 
-jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_band, int sm_count,
-                                       const jit__arch_profile_t *arch, const jit__tc_variant_t *v,
-                                       jit__plan_t *plan, jit__diag_t *d) {
-    if (!spec || !arch || !plan)
-        return jit__fail(d, JIT_INVALID_ARGUMENT, "jit__plan_tc_make: NULL argument");
-    tc_format_t f;
-    jit_status_t st = classify(spec, &f, d);
+/* The MMA shape the planner chose: CTA group, MMA N and B-reuse. */
+typedef struct tc_shape {
+    int cta_group, tile_n, breuse;
+} tc_shape_t;
+
+/* What the planner refuses before it chooses anything: formats it does not take, arches
+ * without tcgen05 (or without UE5M3), shapes the TMA rules or the scale blocks forbid. Fills the
+ * format's kind, scale format and vector size. */
+static jit_status_t check_problem(const jit__gemm_spec_t *spec, int token_band, int sm_count,
+                                  const jit__arch_profile_t *arch, tc_format_t *f, jit__diag_t *d) {
+    jit_status_t st = classify(spec, f, d);
     if (st != JIT_OK)
         return st;
     const char *fname = jit__tc_format_name(spec->a, spec->b, spec->scales);
     if (!arch->has_tcgen05)
         return jit__fail(d, JIT_UNSUPPORTED_ARCH, "block-scaled %s is not supported on %s yet",
                          fname, arch->name);
-    if (f.sf == JIT_TC_SF_UE5M3 && !arch->has_ue5m3)
+    if (f->sf == JIT_TC_SF_UE5M3 && !arch->has_ue5m3)
         return jit__fail(d, JIT_UNSUPPORTED_ARCH,
                          "block-scaled %s is not supported on %s: UE5M3 scales are an sm_107a "
                          "format",
@@ -258,16 +262,16 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
     if (spec->n <= 0 || spec->k <= 0)
         return jit__fail(d, JIT_INVALID_SHAPE, "n=%lld and k=%lld must be positive",
                          (long long)spec->n, (long long)spec->k);
-    if (spec->k % f.vec != 0)
+    if (spec->k % f->vec != 0)
         return jit__fail(d, JIT_INVALID_SHAPE,
                          "k=%lld is not a whole number of %d-element scale blocks",
-                         (long long)spec->k, f.vec);
+                         (long long)spec->k, f->vec);
     int has_fp4 = spec->a == JIT_DTYPE_E2M1 || spec->b == JIT_DTYPE_E2M1;
     if (has_fp4 && spec->k % 32 != 0)
         return jit__fail(d, JIT_MISALIGNED,
                          "k=%lld must be a multiple of 32 for e2m1 operands (16-byte TMA rows)",
                          (long long)spec->k);
-    if (f.kind == JIT_TC_KIND_MXF8F6F4 && has_fp4 && !jit__tc_subbyte_packed(arch, 4) &&
+    if (f->kind == JIT_TC_KIND_MXF8F6F4 && has_fp4 && !jit__tc_subbyte_packed(arch, 4) &&
         spec->k % 128 != 0)
         return jit__fail(d, JIT_MISALIGNED,
                          "k=%lld must be a multiple of 128 for the unpacked e2m1 operand on %s "
@@ -277,7 +281,14 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
         return jit__fail(d, JIT_INVALID_ARGUMENT, "sm_count %d must be positive", sm_count);
     if (token_band < 0 || token_band >= JIT_TOKEN_BANDS)
         return jit__fail(d, JIT_INVALID_ARGUMENT, "token band %d out of range", token_band);
+    return JIT_OK;
+}
 
+/* The CTA group, the MMA's N and B-reuse: the variant's where it asks, else the planner's
+ * choice for the band. */
+static jit_status_t choose_shape(const jit__gemm_spec_t *spec, int token_band, int sm_count,
+                                 const jit__arch_profile_t *arch, const jit__tc_variant_t *v,
+                                 tc_shape_t *out, jit__diag_t *d) {
     jit__tc_variant_t want = {0, 0, 0};
     if (v)
         want = *v;
@@ -315,47 +326,57 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
         return jit__fail(d, JIT_INVALID_SHAPE,
                          "linear_swiglu needs an even n (gate/up row pairs), got %lld",
                          (long long)spec->n);
+    out->cta_group = cta_group;
+    out->tile_n = tile_n;
+    out->breuse = breuse;
+    return JIT_OK;
+}
 
-    jit__tc_plan_t *tc = jit__tc_of(plan);
+/* The instruction (kind, shape, descriptor), the operands' layouts and what a stage moves, and
+ * the warp roles. */
+static jit_status_t set_instruction(jit__tc_plan_t *tc, const jit__gemm_spec_t *spec,
+                                    const jit__arch_profile_t *arch, const tc_format_t *f,
+                                    const tc_shape_t *sh, jit__diag_t *d) {
+    const int cta_group = sh->cta_group, tile_n = sh->tile_n, breuse = sh->breuse;
     memset(tc, 0, sizeof(*tc));
-    tc->kind = f.kind;
-    tc->kind_suffix = f.suffix;
-    tc->scale_format = f.sf;
-    tc->sf_vec = f.vec;
+    tc->kind = f->kind;
+    tc->kind_suffix = f->suffix;
+    tc->scale_format = f->sf;
+    tc->sf_vec = f->vec;
     tc->cta_group = cta_group;
     tc->breuse = breuse;
     tc->instr_m = 128 * cta_group;
     tc->instr_n = tile_n;
-    tc->instr_k = jit__tc_instr_k(arch, f.kind);
-    int tile_k = f.kind == JIT_TC_KIND_MXF8F6F4 ? 128 : 256;
+    tc->instr_k = jit__tc_instr_k(arch, f->kind);
+    int tile_k = f->kind == JIT_TC_KIND_MXF8F6F4 ? 128 : 256;
     tc->instrs_per_tile_k = tile_k / tc->instr_k;
     tc->cta_rows_a = 128 * (breuse ? 2 : 1);
     tc->cta_rows_b = tile_n / cta_group;
-    tc->sf_per_instr = tc->instr_k / f.vec;
-    int scales_per_tile = tile_k / f.vec;
+    tc->sf_per_instr = tc->instr_k / f->vec;
+    int scales_per_tile = tile_k / f->vec;
     tc->sfa_chunks_k = (scales_per_tile + 3) / 4;
     tc->sfb_row_blocks = (tile_n + 127) / 128;
     tc->fp6_packed = jit__tc_subbyte_packed(arch, 6);
 
     jit__tc_idesc_params_t ip = {
-        .kind = f.kind,
+        .kind = f->kind,
         .a = spec->a,
         .b = spec->b,
-        .sf = f.sf,
-        .sf_vec = f.vec,
+        .sf = f->sf,
+        .sf_vec = f->vec,
         .m = tc->instr_m,
         .n = tc->instr_n,
         .k = tc->instr_k,
         .cta_group = cta_group,
     };
-    st = jit__tc_idesc(arch, &ip, &tc->idesc, d);
+    jit_status_t st = jit__tc_idesc(arch, &ip, &tc->idesc, d);
     if (st != JIT_OK)
         return st;
 
-    set_operand(&tc->a, spec->a, f.kind, tc->cta_rows_a, tile_k, tc->instr_k, arch);
-    set_operand(&tc->b, spec->b, f.kind, tc->cta_rows_b, tile_k, tc->instr_k, arch);
-    tc->packed_fp4 = f.kind == JIT_TC_KIND_MXF8F6F4 && (tc->a.storage == JIT_TC_STORE_FP4_PACKED ||
-                                                        tc->b.storage == JIT_TC_STORE_FP4_PACKED);
+    set_operand(&tc->a, spec->a, f->kind, tc->cta_rows_a, tile_k, tc->instr_k, arch);
+    set_operand(&tc->b, spec->b, f->kind, tc->cta_rows_b, tile_k, tc->instr_k, arch);
+    tc->packed_fp4 = f->kind == JIT_TC_KIND_MXF8F6F4 && (tc->a.storage == JIT_TC_STORE_FP4_PACKED ||
+                                                         tc->b.storage == JIT_TC_STORE_FP4_PACKED);
     tc->sfa_stage_bytes =
         (uint32_t)(tc->cta_rows_a / 128 * tc->sfa_chunks_k) * JIT_TC_SF_CHUNK_BYTES;
     tc->sfb_stage_bytes = (uint32_t)(tc->sfb_row_blocks * tc->sfa_chunks_k) * JIT_TC_SF_CHUNK_BYTES;
@@ -371,7 +392,15 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
     tc->first_epilogue_warp = 0; /* warps 0-3: warp w drains TMEM lanes 32*(w%4) .. +31 */
     tc->mma_warp = 4;
     tc->tma_warp = 5;
+    return JIT_OK;
+}
 
+/* The epilogue's staging, then the TMEM and SMEM layouts. */
+static jit_status_t set_layout(jit__tc_plan_t *tc, const jit__gemm_spec_t *spec,
+                               const jit__arch_profile_t *arch, const tc_shape_t *sh,
+                               jit__diag_t *d) {
+    const int tile_n = sh->tile_n, breuse = sh->breuse;
+    jit_status_t st;
     /* Epilogue sub-tile: 64 accumulator columns (32 for f32 output), two staging buffers of
      * 128 rows each. */
     int out_bytes = spec->out == JIT_DTYPE_F32 ? 4 : 2;
@@ -391,9 +420,14 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
     st = jit__tc_plan_smem(tc, arch, acc_stages, d);
     if (st != JIT_OK)
         return st;
+    return JIT_OK;
+}
 
-    /* Clusters: 2-CTA plans pair along M and multicast B across two pairs; 1-CTA plans for
-     * more than one M tile multicast B across two CTAs; decode-sized bands need no cluster. */
+/* Clusters: 2-CTA plans pair along M and multicast B across two pairs; 1-CTA plans for more
+ * than one M tile multicast B across two CTAs; decode-sized bands need no cluster. Then the
+ * persistent grid of one wave. */
+static jit_status_t set_clusters(jit__tc_plan_t *tc, int token_band, int sm_count, int cta_group,
+                                 jit__diag_t *d) {
     int pm, pn = 1, fm, fn = 1;
     if (cta_group == 2)
         pm = 4, fm = 2;
@@ -429,9 +463,34 @@ jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_b
     g->fallback_clusters = remaining / g->split_factor * g->split_factor;
     g->fallback_groups_whole =
         jit__tc_check_fallback_groups(g->fallback_clusters, g->split_factor, NULL) == JIT_OK;
+    return JIT_OK;
+}
+
+jit_status_t jit__plan_tc_make_variant(const jit__gemm_spec_t *spec, int token_band, int sm_count,
+                                       const jit__arch_profile_t *arch, const jit__tc_variant_t *v,
+                                       jit__plan_t *plan, jit__diag_t *d) {
+    if (!spec || !arch || !plan)
+        return jit__fail(d, JIT_INVALID_ARGUMENT, "jit__plan_tc_make: NULL argument");
+    tc_format_t f;
+    tc_shape_t sh = {0, 0, 0};
+    jit_status_t st = check_problem(spec, token_band, sm_count, arch, &f, d);
+    if (st == JIT_OK)
+        st = choose_shape(spec, token_band, sm_count, arch, v, &sh, d);
+    if (st != JIT_OK)
+        return st;
+    jit__tc_plan_t *tc = jit__tc_of(plan);
+    st = set_instruction(tc, spec, arch, &f, &sh, d);
+    if (st == JIT_OK)
+        st = set_layout(tc, spec, arch, &sh, d);
+    if (st == JIT_OK)
+        st = set_clusters(tc, token_band, sm_count, sh.cta_group, d);
+    if (st != JIT_OK)
+        return st;
     tc->ptx_version_min = max_version("8.8", arch->ptx_version ? arch->ptx_version : "8.8");
     tc->valid = 1;
-
+    const int breuse = sh.breuse, tile_n = sh.tile_n;
+    const int tile_k = tc->instrs_per_tile_k * tc->instr_k;
+    const int pm = tc->cluster_m, pn = tc->cluster_n;
     plan->family = &jit__family_tcgen05;
     plan->arch = arch;
     plan->spec = *spec;

@@ -88,6 +88,124 @@ static json_t *pair_or_null(int m, int n) {
     return m ? json_pack("[ii]", m, n) : json_null();
 }
 
+/* The instruction descriptor's fields, as jit__tc_idesc_decode reads them back. */
+static json_t *idesc_fields_json(const jit__tc_idesc_fields_t *f) {
+    json_t *fj = json_object();
+    json_object_set_new(fj, "sparse", json_integer(f->sparse));
+    json_object_set_new(fj, "k_size_upper", json_integer(f->k_size_hi));
+    json_object_set_new(fj, "b_sf_id", json_integer(f->sfb_id));
+    json_object_set_new(fj, "a_format", json_integer(f->a_format));
+    json_object_set_new(fj, "b_format", json_integer(f->b_format));
+    json_object_set_new(fj, "negate_a", json_integer(f->negate_a));
+    json_object_set_new(fj, "negate_b", json_integer(f->negate_b));
+    json_object_set_new(fj, "a_major", json_integer(f->a_major));
+    json_object_set_new(fj, "b_major", json_integer(f->b_major));
+    json_object_set_new(fj, "n_dim", json_integer(f->n_shr3));
+    json_object_set_new(fj, "scale_format", json_integer(f->scale_format));
+    json_object_set_new(fj, "m_dim", json_integer(f->m_shr7));
+    json_object_set_new(fj, "a_sf_id", json_integer(f->sfa_id));
+    json_object_set_new(fj, "k_size", json_integer(f->k_size_lo));
+    json_object_set_new(fj, "m", json_integer(f->m));
+    json_object_set_new(fj, "n", json_integer(f->n));
+    json_object_set_new(fj, "k", json_integer(f->k));
+    return fj;
+}
+
+/* A and B (layout, descriptors at the first stage) and the scale factors. */
+static json_t *operands_json(const jit__plan_t *plan, const jit__tc_plan_t *tc) {
+    const jit__tc_smem_plan_t *m = &tc->smem;
+    json_t *ops = json_object();
+    const int bits = jit__tc_smem_desc_addr_bits(plan->arch);
+    const uint32_t base = plan->arch->smem_reserved_per_cta;
+    json_object_set_new(ops, "a",
+                        operand_json(&tc->a, bits, base + m->buffers[JIT_TC_BUF_A].offset));
+    json_object_set_new(ops, "b",
+                        operand_json(&tc->b, bits, base + m->buffers[JIT_TC_BUF_B].offset));
+    json_t *sfj = json_object();
+    json_object_set_new(sfj, "sfa_chunks_k", json_integer(tc->sfa_chunks_k));
+    json_object_set_new(sfj, "sfb_row_blocks", json_integer(tc->sfb_row_blocks));
+    json_object_set_new(sfj, "sfa_stage_bytes", json_integer(tc->sfa_stage_bytes));
+    json_object_set_new(sfj, "sfb_stage_bytes", json_integer(tc->sfb_stage_bytes));
+    json_object_set_new(sfj, "chunk_bytes", json_integer(JIT_TC_SF_CHUNK_BYTES));
+    json_object_set_new(sfj, "tma_type", json_string(tma_type_name(tc->sf_tma_type)));
+    json_object_set_new(sfj, "utccp_desc_sfa_stage0",
+                        hex64(jit__tc_smem_desc(bits, base + m->buffers[JIT_TC_BUF_SFA].offset,
+                                                JIT_TC_SF_DESC_LBO, JIT_TC_SF_DESC_SBO,
+                                                JIT_TC_SWIZZLE_NONE, 0)));
+    json_object_set_new(ops, "sf", sfj);
+    return ops;
+}
+
+/* The SMEM plan: stage count, what limited it, sizes and every buffer. */
+static json_t *smem_json(const jit__tc_smem_plan_t *m) {
+    json_t *bufs = json_array();
+    for (int i = 0; i < m->n_buffers; i++) {
+        const jit__tc_smem_buffer_t *b = &m->buffers[i];
+        json_array_append_new(
+            bufs, json_pack("{sssIsIsIsisIsbsb}", "name", b->name, "offset", (json_int_t)b->offset,
+                            "size", (json_int_t)b->size, "stage_bytes", (json_int_t)b->stage_bytes,
+                            "count", b->count, "align", (json_int_t)b->align, "mma_operand",
+                            b->mma_operand, "cp_async_dest", b->cp_async_dest));
+    }
+    json_t *sj = json_object();
+    json_object_set_new(sj, "stages", json_integer(m->stages));
+    json_object_set_new(sj, "stage_limit", json_string(stage_limit_name(m->stage_limit)));
+    json_object_set_new(sj, "bytes", json_integer(m->bytes));
+    json_object_set_new(sj, "cap", json_integer(m->cap));
+    json_object_set_new(sj, "per_stage_bytes", json_integer(m->per_stage_bytes));
+    json_object_set_new(sj, "c_bytes", json_integer(m->c_bytes));
+    json_object_set_new(sj, "c_stages", json_integer(m->c_stages));
+    json_object_set_new(sj, "epi_tile_n", json_integer(m->epi_tile_n));
+    json_object_set_new(sj, "operand_end", json_integer(m->operand_end));
+    json_object_set_new(sj, "n_barriers", json_integer(m->n_barriers));
+    json_object_set_new(sj, "buffers", bufs);
+    return sj;
+}
+
+/* The TMEM plan: accumulator stages, overlap and early release, the scale-factor columns. */
+static json_t *tmem_json(const jit__tc_tmem_plan_t *t) {
+    json_t *accs = json_array();
+    for (int s = 0; s < t->acc_stages; s++)
+        json_array_append_new(accs,
+                              json_pack("{sisisi}", "stage", s, "first_column",
+                                        t->acc[s].first_column, "columns", t->acc[s].columns));
+    json_t *tj = json_object();
+    json_object_set_new(tj, "capacity", json_integer(t->capacity));
+    json_object_set_new(tj, "used_columns", json_integer(t->used_columns));
+    json_object_set_new(tj, "allocated_columns", json_integer(t->allocated_columns));
+    json_object_set_new(tj, "acc_stages", json_integer(t->acc_stages));
+    json_object_set_new(tj, "m_halves", json_integer(t->m_halves));
+    json_object_set_new(tj, "acc_half_stride", json_integer(t->acc_half_stride));
+    json_object_set_new(tj, "accumulators", accs);
+    json_object_set_new(tj, "overlap", json_boolean(t->overlap));
+    json_object_set_new(tj, "overlap_columns", json_integer(t->overlap_columns));
+    json_object_set_new(tj, "reverse_traversal", json_boolean(t->reverse_traversal));
+    json_object_set_new(tj, "early_release_subtile", json_integer(t->early_release_subtile));
+    json_object_set_new(tj, "early_release_column", json_integer(t->early_release_column));
+    json_object_set_new(tj, "sfa",
+                        json_pack("{sisisi}", "first_column", t->sfa_first_column, "columns",
+                                  t->sfa_columns, "half_stride", t->sfa_half_stride));
+    json_object_set_new(
+        tj, "sfb",
+        json_pack("{sisi}", "first_column", t->sfb_first_column, "columns", t->sfb_columns));
+    return tj;
+}
+
+/* The persistent grid the plan expects (the launch sizes the real one from occupancy). */
+static json_t *grid_json(const jit__plan_t *plan, const jit__tc_grid_t *g) {
+    json_t *gj = json_object();
+    int64_t n = plan->spec.n;
+    json_object_set_new(gj, "x_tiles", json_integer((n + plan->tile_n - 1) / plan->tile_n));
+    json_object_set_new(gj, "policy", json_string("persistent"));
+    json_object_set_new(gj, "launch", json_pack("[iii]", g->x, g->y, g->z));
+    json_object_set_new(gj, "ctas_per_sm", json_integer(g->ctas_per_sm));
+    json_object_set_new(gj, "fallback_capacity", json_integer(g->fallback_capacity));
+    json_object_set_new(gj, "preferred_clusters", json_integer(g->preferred_clusters));
+    json_object_set_new(gj, "fallback_clusters", json_integer(g->fallback_clusters));
+    json_object_set_new(gj, "fallback_groups_whole", json_boolean(g->fallback_groups_whole));
+    return gj;
+}
+
 int jit__plan_tc_to_json(const jit__plan_t *plan, void *json_obj) {
     json_t *o = (json_t *)json_obj;
     const jit__tc_plan_t *tc = jit__tc_of(plan);
@@ -116,24 +234,7 @@ int jit__plan_tc_to_json(const jit__plan_t *plan, void *json_obj) {
     jit__tc_idesc_fields_t f;
     jit__tc_idesc_decode(tc->idesc, tc->kind, plan->arch, &f);
     rc |= json_object_set_new(o, "idesc", hex32(tc->idesc));
-    json_t *fj = json_object();
-    json_object_set_new(fj, "sparse", json_integer(f.sparse));
-    json_object_set_new(fj, "k_size_upper", json_integer(f.k_size_hi));
-    json_object_set_new(fj, "b_sf_id", json_integer(f.sfb_id));
-    json_object_set_new(fj, "a_format", json_integer(f.a_format));
-    json_object_set_new(fj, "b_format", json_integer(f.b_format));
-    json_object_set_new(fj, "negate_a", json_integer(f.negate_a));
-    json_object_set_new(fj, "negate_b", json_integer(f.negate_b));
-    json_object_set_new(fj, "a_major", json_integer(f.a_major));
-    json_object_set_new(fj, "b_major", json_integer(f.b_major));
-    json_object_set_new(fj, "n_dim", json_integer(f.n_shr3));
-    json_object_set_new(fj, "scale_format", json_integer(f.scale_format));
-    json_object_set_new(fj, "m_dim", json_integer(f.m_shr7));
-    json_object_set_new(fj, "a_sf_id", json_integer(f.sfa_id));
-    json_object_set_new(fj, "k_size", json_integer(f.k_size_lo));
-    json_object_set_new(fj, "m", json_integer(f.m));
-    json_object_set_new(fj, "n", json_integer(f.n));
-    json_object_set_new(fj, "k", json_integer(f.k));
+    json_t *fj = idesc_fields_json(&f);
     rc |= json_object_set_new(o, "idesc_fields", fj);
     rc |= json_object_set_new(o, "a_format_code", json_integer(tc->a.format_code));
     rc |= json_object_set_new(o, "b_format_code", json_integer(tc->b.format_code));
@@ -146,76 +247,14 @@ int jit__plan_tc_to_json(const jit__plan_t *plan, void *json_obj) {
     rc |= json_object_set_new(o, "fp6_packed", json_boolean(tc->fp6_packed));
 
     const jit__tc_smem_plan_t *m = &tc->smem;
-    json_t *ops = json_object();
-    const int bits = jit__tc_smem_desc_addr_bits(plan->arch);
-    const uint32_t base = plan->arch->smem_reserved_per_cta;
-    json_object_set_new(ops, "a",
-                        operand_json(&tc->a, bits, base + m->buffers[JIT_TC_BUF_A].offset));
-    json_object_set_new(ops, "b",
-                        operand_json(&tc->b, bits, base + m->buffers[JIT_TC_BUF_B].offset));
-    json_t *sfj = json_object();
-    json_object_set_new(sfj, "sfa_chunks_k", json_integer(tc->sfa_chunks_k));
-    json_object_set_new(sfj, "sfb_row_blocks", json_integer(tc->sfb_row_blocks));
-    json_object_set_new(sfj, "sfa_stage_bytes", json_integer(tc->sfa_stage_bytes));
-    json_object_set_new(sfj, "sfb_stage_bytes", json_integer(tc->sfb_stage_bytes));
-    json_object_set_new(sfj, "chunk_bytes", json_integer(JIT_TC_SF_CHUNK_BYTES));
-    json_object_set_new(sfj, "tma_type", json_string(tma_type_name(tc->sf_tma_type)));
-    json_object_set_new(sfj, "utccp_desc_sfa_stage0",
-                        hex64(jit__tc_smem_desc(bits, base + m->buffers[JIT_TC_BUF_SFA].offset,
-                                                JIT_TC_SF_DESC_LBO, JIT_TC_SF_DESC_SBO,
-                                                JIT_TC_SWIZZLE_NONE, 0)));
-    json_object_set_new(ops, "sf", sfj);
+    json_t *ops = operands_json(plan, tc);
     rc |= json_object_set_new(o, "operands", ops);
     rc |= json_object_set_new(o, "expect_tx_bytes", json_integer(tc->expect_tx_bytes));
 
-    json_t *bufs = json_array();
-    for (int i = 0; i < m->n_buffers; i++) {
-        const jit__tc_smem_buffer_t *b = &m->buffers[i];
-        json_array_append_new(
-            bufs, json_pack("{sssIsIsIsisIsbsb}", "name", b->name, "offset", (json_int_t)b->offset,
-                            "size", (json_int_t)b->size, "stage_bytes", (json_int_t)b->stage_bytes,
-                            "count", b->count, "align", (json_int_t)b->align, "mma_operand",
-                            b->mma_operand, "cp_async_dest", b->cp_async_dest));
-    }
-    json_t *sj = json_object();
-    json_object_set_new(sj, "stages", json_integer(m->stages));
-    json_object_set_new(sj, "stage_limit", json_string(stage_limit_name(m->stage_limit)));
-    json_object_set_new(sj, "bytes", json_integer(m->bytes));
-    json_object_set_new(sj, "cap", json_integer(m->cap));
-    json_object_set_new(sj, "per_stage_bytes", json_integer(m->per_stage_bytes));
-    json_object_set_new(sj, "c_bytes", json_integer(m->c_bytes));
-    json_object_set_new(sj, "c_stages", json_integer(m->c_stages));
-    json_object_set_new(sj, "epi_tile_n", json_integer(m->epi_tile_n));
-    json_object_set_new(sj, "operand_end", json_integer(m->operand_end));
-    json_object_set_new(sj, "n_barriers", json_integer(m->n_barriers));
-    json_object_set_new(sj, "buffers", bufs);
+    json_t *sj = smem_json(m);
     rc |= json_object_set_new(o, "smem", sj);
 
-    const jit__tc_tmem_plan_t *t = &tc->tmem;
-    json_t *accs = json_array();
-    for (int s = 0; s < t->acc_stages; s++)
-        json_array_append_new(accs,
-                              json_pack("{sisisi}", "stage", s, "first_column",
-                                        t->acc[s].first_column, "columns", t->acc[s].columns));
-    json_t *tj = json_object();
-    json_object_set_new(tj, "capacity", json_integer(t->capacity));
-    json_object_set_new(tj, "used_columns", json_integer(t->used_columns));
-    json_object_set_new(tj, "allocated_columns", json_integer(t->allocated_columns));
-    json_object_set_new(tj, "acc_stages", json_integer(t->acc_stages));
-    json_object_set_new(tj, "m_halves", json_integer(t->m_halves));
-    json_object_set_new(tj, "acc_half_stride", json_integer(t->acc_half_stride));
-    json_object_set_new(tj, "accumulators", accs);
-    json_object_set_new(tj, "overlap", json_boolean(t->overlap));
-    json_object_set_new(tj, "overlap_columns", json_integer(t->overlap_columns));
-    json_object_set_new(tj, "reverse_traversal", json_boolean(t->reverse_traversal));
-    json_object_set_new(tj, "early_release_subtile", json_integer(t->early_release_subtile));
-    json_object_set_new(tj, "early_release_column", json_integer(t->early_release_column));
-    json_object_set_new(tj, "sfa",
-                        json_pack("{sisisi}", "first_column", t->sfa_first_column, "columns",
-                                  t->sfa_columns, "half_stride", t->sfa_half_stride));
-    json_object_set_new(
-        tj, "sfb",
-        json_pack("{sisi}", "first_column", t->sfb_first_column, "columns", t->sfb_columns));
+    json_t *tj = tmem_json(&tc->tmem);
     rc |= json_object_set_new(o, "tmem", tj);
 
     const jit__tc_grid_t *g = &tc->grid;
@@ -224,16 +263,7 @@ int jit__plan_tc_to_json(const jit__plan_t *plan, void *json_obj) {
         json_pack("{sososi}", "preferred", pair_or_null(tc->cluster_m, tc->cluster_n), "fallback",
                   pair_or_null(tc->fallback_cluster_m, tc->fallback_cluster_n), "split_factor",
                   g->split_factor));
-    json_t *gj = json_object();
-    int64_t n = plan->spec.n;
-    json_object_set_new(gj, "x_tiles", json_integer((n + plan->tile_n - 1) / plan->tile_n));
-    json_object_set_new(gj, "policy", json_string("persistent"));
-    json_object_set_new(gj, "launch", json_pack("[iii]", g->x, g->y, g->z));
-    json_object_set_new(gj, "ctas_per_sm", json_integer(g->ctas_per_sm));
-    json_object_set_new(gj, "fallback_capacity", json_integer(g->fallback_capacity));
-    json_object_set_new(gj, "preferred_clusters", json_integer(g->preferred_clusters));
-    json_object_set_new(gj, "fallback_clusters", json_integer(g->fallback_clusters));
-    json_object_set_new(gj, "fallback_groups_whole", json_boolean(g->fallback_groups_whole));
+    json_t *gj = grid_json(plan, g);
     rc |= json_object_set_new(o, "grid", gj);
 
     rc |= json_object_set_new(o, "warp_roles",
