@@ -332,7 +332,7 @@ static jit_status_t parse_entry(const json_t *g, size_t index, const char *sourc
     if ((st = get_positive(json_object_get(g, "k"), source, p, &e->k, d)) != JIT_OK)
         return st;
 
-    /* Defaults are the first kernel's formats; the issue-3 formats are opt-in per entry. */
+    /* Defaults are the first kernel's formats; the block-scaled formats are opt-in per entry. */
     e->a = e->b = JIT_DTYPE_E4M3;
     e->out = JIT_DTYPE_BF16;
     e->scales = JIT_SCALE_ROW;
