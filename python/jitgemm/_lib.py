@@ -203,6 +203,7 @@ def _declare(lib):
         "jit_quantize_fp8_1x128": (
             c_int,
             [c_void_p, ctypes.POINTER(Problem), ctypes.POINTER(QuantizeOperands), c_void_p],
+        ),
         "jit_gemm_grouped": (
             c_int,
             [c_void_p, ctypes.POINTER(Problem), ctypes.POINTER(Operands), c_void_p],
