@@ -521,7 +521,7 @@ def main():
         write_doc(args, props, torch, copy_bw, results)
         SAMPLER.close()
         return 1 if failed else 0
-    for op, n, k, m in parse_shapes(args.shapes):
+    if args.grouped:
         import torch_anchor_grouped
         results, failed = torch_anchor_grouped.run(sys.modules[__name__], torch, jg, args, gen,
                                                    stream_of, copy_bw)

@@ -21,7 +21,9 @@ def _reference(x, pow2):
     wide = torch.zeros(m, groups * 128, dtype=torch.float32, device=x.device)
     wide[:, :k] = x.float().abs()
     amax = wide.view(m, groups, 128).amax(dim=2)
-    scale = torch.where(amax == 0, torch.ones_like(amax), amax / 448.0)
+    # A tensor divisor: PyTorch divides by a Python scalar as a multiply by its reciprocal,
+    # which is not the true division the recipe (and the kernel) rounds once.
+    scale = torch.where(amax == 0, torch.ones_like(amax), amax / torch.full_like(amax, 448.0))
     if pow2:
         # scale = mant x 2^exp with mant in [0.5, 1): a power of two stays, any other scale
         # becomes 2^exp, and nothing goes below 2^-126 (exponent bits built directly, exact).
