@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "abi_asserts.h"
 #include "bsw.h"
 #include "strbuf.h"
 
@@ -129,14 +130,10 @@ static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t
     jit__sb_append(sb, " */\n\n");
 }
 
-/* The parameter block's offsets, as abi.h has them, asserted in the generated source.
- * __INTADDR__ is the front end's constant offset: NVRTC 13.0 has no __builtin_offsetof and the
- * source includes no <cstddef>. */
+/* The parameter block's offsets, as abi.h has them, asserted in the generated source
+ * (kernel_src/abi_asserts.c says how). */
 static void emit_abi_asserts(jit__sb_t *sb) {
-    static const struct {
-        const char *field;
-        size_t offset;
-    } k_fields[] = {
+    static const jit__abi_field_t k_fields[] = {
         {"tmap_b", offsetof(jit__bsw_params_t, tmap_b)},
         {"sfa", offsetof(jit__bsw_params_t, sfa)},
         {"sfb", offsetof(jit__bsw_params_t, sfb)},
@@ -146,11 +143,8 @@ static void emit_abi_asserts(jit__sb_t *sb) {
         {"sfa_stride_k", offsetof(jit__bsw_params_t, sfa_stride_k)},
         {"alpha", offsetof(jit__bsw_params_t, alpha)},
     };
-    for (size_t i = 0; i < sizeof(k_fields) / sizeof(k_fields[0]); i++)
-        jit__sb_printf(sb, "static_assert(__INTADDR__(&((BswParams *)0)->%s) == %zu, \"abi.h\");\n",
-                       k_fields[i].field, k_fields[i].offset);
-    jit__sb_printf(sb, "static_assert(sizeof(BswParams) == %zu, \"abi.h\");\n",
-                   sizeof(jit__bsw_params_t));
+    jit__emit_abi_asserts(sb, "BswParams", k_fields, sizeof(k_fields) / sizeof(k_fields[0]),
+                          sizeof(jit__bsw_params_t));
 }
 
 jit_status_t jit__gen_fp8_block_wgmma(const jit__plan_t *plan, const jit__key_t *key, char **source,

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "abi_asserts.h"
 #include "grouped.h"
 #include "strbuf.h"
 
@@ -100,12 +101,10 @@ static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t
     jit__sb_append(sb, " */\n\n");
 }
 
-/* The host's parameter offsets (abi.h), asserted in the device code's terms. */
+/* The parameter block's offsets, as abi.h has them, asserted in the generated source
+ * (kernel_src/abi_asserts.c says how). */
 static void emit_abi_asserts(jit__sb_t *sb) {
-    static const struct {
-        const char *field;
-        size_t offset;
-    } k_fields[] = {
+    static const jit__abi_field_t k_fields[] = {
         {"tmap_b", offsetof(jit__grouped_params_t, tmap_b)},
         {"sa", offsetof(jit__grouped_params_t, sa)},
         {"d", offsetof(jit__grouped_params_t, d)},
@@ -114,12 +113,8 @@ static void emit_abi_asserts(jit__sb_t *sb) {
         {"ldd", offsetof(jit__grouped_params_t, ldd)},
         {"alpha", offsetof(jit__grouped_params_t, alpha)},
     };
-    for (size_t i = 0; i < sizeof(k_fields) / sizeof(k_fields[0]); i++)
-        jit__sb_printf(sb,
-                       "static_assert(__INTADDR__(&((GroupedParams *)0)->%s) == %zu, \"abi.h\");\n",
-                       k_fields[i].field, k_fields[i].offset);
-    jit__sb_printf(sb, "static_assert(sizeof(GroupedParams) == %zu, \"abi.h\");\n",
-                   sizeof(jit__grouped_params_t));
+    jit__emit_abi_asserts(sb, "GroupedParams", k_fields, sizeof(k_fields) / sizeof(k_fields[0]),
+                          sizeof(jit__grouped_params_t));
 }
 
 jit_status_t jit__gen_fp8_grouped(const jit__plan_t *plan, const jit__key_t *key, char **source,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "abi_asserts.h"
 #include "quant.h"
 #include "strbuf.h"
 
@@ -55,12 +56,10 @@ static void emit_header(jit__sb_t *sb, const jit__plan_t *plan, const jit__key_t
     jit__sb_append(sb, " */\n\n");
 }
 
-/* The parameter block's offsets, as abi.h has them, asserted in the generated source. */
+/* The parameter block's offsets, as abi.h has them, asserted in the generated source
+ * (kernel_src/abi_asserts.c says how). */
 static void emit_abi_asserts(jit__sb_t *sb) {
-    static const struct {
-        const char *field;
-        size_t offset;
-    } k_fields[] = {
+    static const jit__abi_field_t k_fields[] = {
         {"q", offsetof(jit__quant_params_t, q)},
         {"sfa", offsetof(jit__quant_params_t, sfa)},
         {"m", offsetof(jit__quant_params_t, m)},
@@ -70,12 +69,8 @@ static void emit_abi_asserts(jit__sb_t *sb) {
         {"sfa_stride_k", offsetof(jit__quant_params_t, sfa_stride_k)},
         {"pow2_scales", offsetof(jit__quant_params_t, pow2_scales)},
     };
-    for (size_t i = 0; i < sizeof(k_fields) / sizeof(k_fields[0]); i++)
-        jit__sb_printf(sb,
-                       "static_assert(__INTADDR__(&((QuantParams *)0)->%s) == %zu, \"abi.h\");\n",
-                       k_fields[i].field, k_fields[i].offset);
-    jit__sb_printf(sb, "static_assert(sizeof(QuantParams) == %zu, \"abi.h\");\n",
-                   sizeof(jit__quant_params_t));
+    jit__emit_abi_asserts(sb, "QuantParams", k_fields, sizeof(k_fields) / sizeof(k_fields[0]),
+                          sizeof(jit__quant_params_t));
 }
 
 jit_status_t jit__gen_quant_fp8_1x128(const jit__plan_t *plan, const jit__key_t *key, char **source,
