@@ -92,7 +92,8 @@ jit_status_t jit__ctx_kernel(jit_context_t *ctx, const jit_problem_t *p, CUconte
 /* ---- launch (gemm.c) ---------------------------------------------------------------------- */
 
 /* The kernel of a validated problem (looked up, else loaded: jit__ctx_kernel) launched with its
- * family's launch; ld holds lda, ldb, ldd and ld_residual resolved (never 0). jit_gemm and
+ * family's launch; ld holds lda, ldb, ldd and ld_residual resolved (never 0), then the 128x128
+ * mode's SFA strides along M and along K blocks (0 for the other modes). jit_gemm and
  * jit_gemm_grouped (gemm_grouped.c) end here. */
 jit_status_t jit__ctx_launch(jit_context_t *ctx, const jit_problem_t *problem,
                              const jit_operands_t *operands, const int64_t ld[6], void *stream,
