@@ -15,7 +15,8 @@
 # the exit status is non-zero if any failed.
 #
 # Environment: GPU_CHECK_BUDGET_S (default 480) bounds the whole run, each step's timeout is cut
-# to what is left (GPU_CHECK_PYTHON_S, default 300, caps the Python step alone);
+# to what is left (GPU_CHECK_PYTHON_S, default 300, caps the Python step alone;
+# GPU_CHECK_SKIP_PYTHON, GPU_CHECK_SKIP_RUN and GPU_CHECK_SKIP_BENCH leave those steps out);
 # GPU_CHECK_SHAPES overrides the shape list ("op:n:k:tokens" words);
 # GPU_CHECK_BLOCKSCALED the block-scaled anchor's (empty: skipped; GPU_CHECK_BLOCKSCALED_S its
 # timeout, default 300);
@@ -407,7 +408,8 @@ main() {
         step ab "${GPU_CHECK_AB_S:-300}" tee_to "$OUT/ab.log" ab_forms
     fi
     # Inductor compiles each of the torch.compile cases' graphs: minutes, not seconds.
-    step python "${GPU_CHECK_PYTHON_S:-300}" tee_to "$OUT/python.log" python_tests
+    [ -n "${GPU_CHECK_SKIP_PYTHON:-}" ] ||
+        step python "${GPU_CHECK_PYTHON_S:-300}" tee_to "$OUT/python.log" python_tests
     if [ -n "$SANITIZE_CANDIDATES" ]; then
         step sanitize 150 sanitize_candidates
     fi

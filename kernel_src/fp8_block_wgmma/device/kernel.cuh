@@ -12,7 +12,7 @@
  *                streams A and B into the ring; with STORE_WARPS its warps 1..3 store each
  *                finished tile from shared memory (epilogue.cuh).
  *   warpgroups 1, 2  consumers: 64 rows of the 128 x BN tile each; per 128-K block they read
- *                their rows' scales into registers one block ahead, issue the wgmmas and add
+ *                their rows' scales into registers two blocks ahead, issue the wgmmas and add
  *                the scaled partial sums into FP32 (mainloop.cuh), then run the epilogue.
  * The grid is persistent (scheduler.cuh). Ragged M, N and K come from TMA's zero fill; the
  * scales past M, N and K are never read, and nothing is stored past M or Nout.
@@ -58,13 +58,13 @@ template <class P> struct BswTileKernel {
         u32 phase = 0, tile_parity = 0;
         int mt = 0, nt = 0;
         typename ML::ScaleRows rows = {0, 0, 0};
-        typename ML::Scales cur = {0.0f, 0.0f, 0.0f, 0.0f};
+        typename ML::Scales even = {0.0f, 0.0f, 0.0f, 0.0f}, odd = even;
         if (w.first < w.units) {
             rows = rows_of(p, w, w.first, cwg, warp, g, mt, nt);
-            cur = ML::load_scales(p, rows, 0, true);
+            ML::first_scales(p, rows, even, odd);
         }
         for (int unit = w.first; unit < w.units; unit += w.stride) {
-            ML::run(p, acc, part, rows, cur, smem, full_bar, empty_bar, cwg, tid & 31, stage,
+            ML::run(p, acc, part, rows, even, odd, smem, full_bar, empty_bar, cwg, tid & 31, stage,
                     phase);
             /* The next tile's first scales, loaded before this tile's epilogue so that they
              * have arrived when its first block is promoted. */
@@ -72,7 +72,7 @@ template <class P> struct BswTileKernel {
             const int next = unit + w.stride;
             if (next < w.units) {
                 rows = rows_of(p, w, next, cwg, warp, g, mt, nt);
-                cur = ML::load_scales(p, rows, 0, true);
+                ML::first_scales(p, rows, even, odd);
             }
             if (T::STORE_WARPS) {
                 EP::staged(acc, p.alpha, smem_ptr, EP::handoff_of(full_bar), tile_parity, cwg,

@@ -18,14 +18,19 @@
  * (a tile of BN not dividing 128 can start inside an N block and end in the next; 8j + 2t and
  * 8j + 2t + 1 always lie in one N block, since N blocks start on multiples of 8).
  *
- * The scales come from global memory straight into registers, one block ahead: the loads for
- * block kb + 1 are issued at the top of block kb, before its full-barrier wait and its
- * wgmmas, and first used after block kb's promotion, a whole block (256 to 768 tensor-core
- * cycles for BN 64 to 192) later. Four loads per thread and block (SFA of two rows, SFB of two
- * N blocks), read-only path; SFA rows of one warp are 8 consecutive floats in the m-major
- * layout (one sector) and one cached line per row over 32 blocks in the k-major one, and SFB is
- * one address per warp. So the tensor pipe waits on no scale load, in either layout, and the
- * producer's ring carries only A and B.
+ * The scales come from global memory straight into registers, two blocks ahead, in two sets
+ * of registers that alternate between even and odd blocks: the loads for block kb + 2 are
+ * issued right after block kb's promotion, into the set it has just used, and first read at
+ * block kb + 2's promotion, one and a half blocks later (about 1,100 tensor-core cycles at
+ * BN 128), longer than a global load takes under load. The loop is unrolled by two so that
+ * each set keeps its registers: with one set loaded one block ahead in a rolled loop, ptxas
+ * copied the incoming scales into the current set in the middle of the block, which waited
+ * for the loads there and left the tensor pipe idle (the first H200 run: 1.26-1.61x the
+ * row-scaled kernel's time on the same tile, docs/kernels-fp8-block-wgmma.md). Four loads per
+ * thread and block (SFA of two rows, SFB of two N blocks), read-only path; SFA rows of one
+ * warp are 8 consecutive floats in the m-major layout (one sector) and one cached line per
+ * row over 32 blocks in the k-major one, and SFB is one address per warp. The producer's ring
+ * carries only A and B.
  */
 #ifndef JITGEMM_BSW_MAINLOOP_CUH
 #define JITGEMM_BSW_MAINLOOP_CUH
@@ -126,43 +131,64 @@ template <class T> struct BswMainloop {
         }
     }
 
-    /* acc = this warpgroup's 64 rows x BN columns of the tile, over all of K. `cur` holds the
-     * scales of block 0 on entry (the caller loads them before the last tile's epilogue); the
-     * loop leaves it zeroed. Nothing stays in flight past a block: ptxas serialises wgmma
-     * pipelines that a rolled loop leaves open (docs/kernels-fp8-wgmma.md). */
+    /* One 128-K block kb whose scales are in `cur`; afterwards `cur` holds block kb + 2's
+     * (zero past the last block). */
+    static __device__ __forceinline__ void block(const BswParams &p, Acc &acc, Acc &part,
+                                                 const ScaleRows &rows, Scales &cur, int kb,
+                                                 u64 da0, u64 db0, u32 full_bar, u32 empty_bar,
+                                                 int lane, int &stage, u32 &phase) {
+        mbar_wait(full_bar + stage * 8, phase);
+        const u64 da = wgmma_desc_advance(da0, stage * T::A_BYTES);
+        const u64 db = wgmma_desc_advance(db0, stage * T::B_BYTES);
+        reg_fence_all(part);
+        wgmma_fence();
+#pragma unroll
+        for (int h = 0; h < T::PARTS; h++)
+            mma_part(part, da, db, h);
+        const float sc[2][2] = {{cur.a0 * cur.b0, cur.a0 * cur.b1},
+                                {cur.a1 * cur.b0, cur.a1 * cur.b1}};
+        wgmma_wait<1>();
+        promote_part(acc, part, 0, sc, rows.jsplit);
+        wgmma_wait<0>();
+        release(empty_bar, stage, lane);
+        promote_part(acc, part, 1, sc, rows.jsplit);
+        cur = load_scales(p, rows, kb + 2, kb + 2 < T::K_BLOCKS);
+        if (++stage == T::STAGES) {
+            stage = 0;
+            phase ^= 1;
+        }
+    }
+
+    /* acc = this warpgroup's 64 rows x BN columns of the tile, over all of K. `even` and `odd`
+     * hold the scales of blocks 0 and 1 on entry (the caller loads them before the last tile's
+     * epilogue, first_scales); the loop leaves them zeroed. Nothing stays in flight past a
+     * block: ptxas serialises wgmma pipelines that a rolled loop leaves open
+     * (docs/kernels-fp8-wgmma.md). */
     static __device__ __forceinline__ void run(const BswParams &p, Acc &acc, Acc &part,
-                                               const ScaleRows &rows, Scales &cur, u32 smem,
-                                               u32 full_bar, u32 empty_bar, int cwg, int lane,
-                                               int &stage, u32 &phase) {
+                                               const ScaleRows &rows, Scales &even, Scales &odd,
+                                               u32 smem, u32 full_bar, u32 empty_bar, int cwg,
+                                               int lane, int &stage, u32 &phase) {
         /* Descriptors of stage 0, built once; a stage is a descriptor add away. */
         const u64 da0 = wgmma_desc_sw128(smem + cwg * T::WG_ROWS * T::BK);
         const u64 db0 = wgmma_desc_sw128(smem + T::STAGES * T::A_BYTES);
 #pragma unroll
         for (int i = 0; i < T::ACC; i++)
             acc[i] = 0.0f;
-        for (int kb = 0; kb < T::K_BLOCKS; kb++) {
-            const Scales nxt = load_scales(p, rows, kb + 1, kb + 1 < T::K_BLOCKS);
-            mbar_wait(full_bar + stage * 8, phase);
-            const u64 da = wgmma_desc_advance(da0, stage * T::A_BYTES);
-            const u64 db = wgmma_desc_advance(db0, stage * T::B_BYTES);
-            reg_fence_all(part);
-            wgmma_fence();
-#pragma unroll
-            for (int h = 0; h < T::PARTS; h++)
-                mma_part(part, da, db, h);
-            const float sc[2][2] = {{cur.a0 * cur.b0, cur.a0 * cur.b1},
-                                    {cur.a1 * cur.b0, cur.a1 * cur.b1}};
-            wgmma_wait<1>();
-            promote_part(acc, part, 0, sc, rows.jsplit);
-            wgmma_wait<0>();
-            release(empty_bar, stage, lane);
-            promote_part(acc, part, 1, sc, rows.jsplit);
-            cur = nxt;
-            if (++stage == T::STAGES) {
-                stage = 0;
-                phase ^= 1;
-            }
+        for (int kb = 0; kb + 2 <= T::K_BLOCKS; kb += 2) {
+            block(p, acc, part, rows, even, kb, da0, db0, full_bar, empty_bar, lane, stage, phase);
+            block(p, acc, part, rows, odd, kb + 1, da0, db0, full_bar, empty_bar, lane, stage,
+                  phase);
         }
+        if (T::K_BLOCKS % 2)
+            block(p, acc, part, rows, even, T::K_BLOCKS - 1, da0, db0, full_bar, empty_bar, lane,
+                  stage, phase);
+    }
+
+    /* The scales of a tile's blocks 0 and 1, as run() expects them. */
+    static __device__ __forceinline__ void first_scales(const BswParams &p, const ScaleRows &rows,
+                                                        Scales &even, Scales &odd) {
+        even = load_scales(p, rows, 0, true);
+        odd = load_scales(p, rows, 1, 1 < T::K_BLOCKS);
     }
 };
 
