@@ -23,4 +23,20 @@ static __device__ __forceinline__ float ld_nc_f32_if(bool pred, const float *p) 
     return v;
 }
 
+/* Copy 4 bytes from global to shared memory asynchronously (cp.async, sm_80 and later), or
+ * write 4 zero bytes where `pred` is false (source size 0: nothing is read, so `src` need not
+ * be a valid address then). The copy lands later; cp_async_mbar_arrive_noinc reports it. */
+static __device__ __forceinline__ void cp_async_4_zfill(u32 dst, const void *src, bool pred) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src),
+                 "r"(pred ? 4u : 0u)
+                 : "memory");
+}
+
+/* One arrival on the mbarrier at `bar` once every cp.async this thread issued before has
+ * landed (cp.async.mbarrier.arrive.noinc: the arrival is one of those the barrier was
+ * initialised to expect). */
+static __device__ __forceinline__ void cp_async_mbar_arrive_noinc(u32 bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+
 #endif /* JITGEMM_DEVICE_LOADS_CUH */

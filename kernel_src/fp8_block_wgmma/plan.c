@@ -14,12 +14,13 @@
 #define MAX_STAGES 8
 
 uint32_t jit__bsw_smem_bytes(int bm, int bn, int stages, jit_epilogue_t epilogue, int store_warps) {
-    /* The ring, the epilogue staging, the barriers and 1 KiB of slack to round the base up to
+    /* The ring (A and B tiles and the stage's scales: SFA of BM rows and two SFB values padded
+     * to 16 bytes), the epilogue staging, the barriers and 1 KiB of slack to round the base up to
      * the 1024-byte swizzle atom. Staging: with store warps the whole BF16 tile (BM rows of its
      * output columns plus a 16-byte pad) and two more barriers; else two warpgroups x 64 rows
      * x 80 bytes (32 BF16 columns plus a pad), or for linear_add x 160 bytes (32 FP32 columns
      * plus a pad: the residual is added after staging). */
-    uint32_t ring = (uint32_t)stages * (uint32_t)(bm + bn) * BK;
+    uint32_t ring = (uint32_t)stages * ((uint32_t)(bm + bn) * BK + (uint32_t)bm * 4u + 16u);
     if (store_warps) {
         int out_cols = epilogue == JIT_EPILOGUE_LINEAR_SWIGLU ? bn / 2 : bn;
         uint32_t staging = (uint32_t)bm * (uint32_t)(2 * out_cols + 16);

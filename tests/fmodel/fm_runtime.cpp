@@ -799,6 +799,17 @@ void st_shared_v4(uint32_t addr, const uint32_t v[4], const char *file, int line
     maybe_yield(file, line);
 }
 
+void st_shared_b32(uint32_t addr, uint32_t v, const char *file, int line) {
+    uint32_t off;
+    Cta &c = shared_loc(addr, 4, &off, true, file, line);
+    if (off % 4)
+        fatal(file, line, "a 4-byte shared store at 0x%08x is not 4-byte aligned", addr);
+    memcpy(&c.smem[off], &v, 4);
+    Warp &w = W();
+    smem_access(c, off, 4, w.gen, w.gvc, true, file, line);
+    maybe_yield(file, line);
+}
+
 /* ---- TMEM allocation --------------------------------------------------------------------------
  */
 

@@ -8,14 +8,15 @@
  *   linear_swiglu D[m][j] = bf16(silu(g) * u), g / u = alpha * acc of B rows 2j / 2j + 1
  *
  * Block of 384 threads = 3 warpgroups, one CTA per SM:
- *   warpgroup 0  producer (producer.cuh): gives registers away (setmaxnreg.dec); one thread
- *                streams A and B into the ring; with STORE_WARPS its warps 1..3 store each
- *                finished tile from shared memory (epilogue.cuh).
- *   warpgroups 1, 2  consumers: 64 rows of the 128 x BN tile each; per 128-K block they read
- *                their rows' scales into registers two blocks ahead, issue the wgmmas and add
- *                the scaled partial sums into FP32 (mainloop.cuh), then run the epilogue.
+ *   warpgroup 0  producer (producer.cuh): gives registers away (setmaxnreg.dec); warp 0
+ *                streams A and B (TMA, lane 0) and their scales (cp.async, every lane) into
+ *                the ring; with STORE_WARPS its warps 1..3 store each finished tile from
+ *                shared memory (epilogue.cuh).
+ *   warpgroups 1, 2  consumers: 64 rows of the 128 x BN tile each; per 128-K block they
+ *                issue the wgmmas, read their rows' scales from the stage and add the
+ *                scaled partial sums into FP32 (mainloop.cuh), then run the epilogue.
  * The grid is persistent (scheduler.cuh). Ragged M, N and K come from TMA's zero fill; the
- * scales past M, N and K are never read, and nothing is stored past M or Nout.
+ * scales past M and N are zero-filled, not read, and nothing is stored past M or Nout.
  */
 #ifndef JITGEMM_BSW_KERNEL_CUH
 #define JITGEMM_BSW_KERNEL_CUH
@@ -34,19 +35,6 @@ template <class P> struct BswTileKernel {
     typedef BswEpilogueStore<T> EP;
     enum : int { THREADS = T::THREADS, SMEM_BYTES = T::SMEM_BYTES };
 
-    /* The scale rows of work unit `unit` for this thread: the m-tile's MMA rows (as the
-     * producer loads them) and the n-tile's N blocks. */
-    static __device__ __forceinline__ typename ML::ScaleRows rows_of(const BswParams &p,
-                                                                     const typename S::Work &w,
-                                                                     int unit, int cwg, int warp,
-                                                                     int g, int &mt, int &nt) {
-        int mg;
-        S::unit_coords(unit, w.m_groups, mg, nt);
-        mt = mg * T::CLUSTER + w.rank;
-        const int mma_mt = min_of(mt, w.m_tiles - 1);
-        return ML::scale_rows(S::tile_row0(mma_mt, p.m) + cwg * T::WG_ROWS, nt * T::BN, warp, g);
-    }
-
     static __device__ __forceinline__ void consumer(const BswParams &p, u32 smem, u8 *smem_ptr,
                                                     u32 full_bar, u32 empty_bar, int cwg,
                                                     const typename S::Work &w) {
@@ -56,32 +44,22 @@ template <class P> struct BswTileKernel {
         float part[T::ACC];
         int stage = 0;
         u32 phase = 0, tile_parity = 0;
-        int mt = 0, nt = 0;
-        typename ML::ScaleRows rows = {0, 0, 0};
-        typename ML::Scales even = {0.0f, 0.0f, 0.0f, 0.0f}, odd = even;
-        if (w.first < w.units) {
-            rows = rows_of(p, w, w.first, cwg, warp, g, mt, nt);
-            ML::first_scales(p, rows, even, odd);
-        }
         for (int unit = w.first; unit < w.units; unit += w.stride) {
-            ML::run(p, acc, part, rows, even, odd, smem, full_bar, empty_bar, cwg, tid & 31, stage,
+            int mg, nt;
+            S::unit_coords(unit, w.m_groups, mg, nt);
+            const int mt = mg * T::CLUSTER + w.rank;
+            const typename ML::ScaleRows rows =
+                ML::scale_rows(cwg * T::WG_ROWS, nt * T::BN, warp, g);
+            ML::run(acc, part, rows, smem, smem_ptr, full_bar, empty_bar, cwg, tid & 31, stage,
                     phase);
-            /* The next tile's first scales, loaded before this tile's epilogue so that they
-             * have arrived when its first block is promoted. */
-            const int this_mt = mt, this_nt = nt;
-            const int next = unit + w.stride;
-            if (next < w.units) {
-                rows = rows_of(p, w, next, cwg, warp, g, mt, nt);
-                ML::first_scales(p, rows, even, odd);
-            }
             if (T::STORE_WARPS) {
                 EP::staged(acc, p.alpha, smem_ptr, EP::handoff_of(full_bar), tile_parity, cwg,
                            tid);
                 tile_parity ^= 1;
             } else if (T::EPILOGUE == BSW_EPI_LINEAR_ADD) {
-                EP::add(p, acc, staging, this_mt, this_nt, cwg, tid);
+                EP::add(p, acc, staging, mt, nt, cwg, tid);
             } else {
-                EP::direct(p, acc, staging, this_mt, this_nt, cwg, tid);
+                EP::direct(p, acc, staging, mt, nt, cwg, tid);
             }
         }
     }
@@ -99,7 +77,7 @@ template <class P> struct BswTileKernel {
 
         if (threadIdx.x == 0) {
             for (int s = 0; s < T::STAGES; s++) {
-                mbar_init(full_bar + s * 8, 1); /* the producer's arrive.expect_tx */
+                mbar_init(full_bar + s * 8, T::FULL_ARRIVALS); /* producer.cuh */
                 mbar_init(empty_bar + s * 8, T::EMPTY_ARRIVALS);
             }
             if (T::STORE_WARPS) {
@@ -125,8 +103,9 @@ template <class P> struct BswTileKernel {
         const int wg = threadIdx.x >> 7;
         if (wg == 0) {
             setmaxnreg_dec<T::PRODUCER_REGS>();
-            if (threadIdx.x == 0)
-                BswProducer<T>::run(p, smem, full_bar, empty_bar, S::work_of(p.m));
+            if (threadIdx.x < 32)
+                BswProducer<T>::run(p, smem, full_bar, empty_bar, S::work_of(p.m),
+                                    (int)threadIdx.x);
             else if (T::STORE_WARPS && threadIdx.x >= 32)
                 EP::store_warps(p, smem_ptr, EP::handoff_of(full_bar), S::work_of(p.m));
         } else {
@@ -134,7 +113,7 @@ template <class P> struct BswTileKernel {
             consumer(p, smem, smem_ptr, full_bar, empty_bar, wg - 1, S::work_of(p.m));
         }
         /* Nobody leaves while the peer may still write into this CTA's shared memory or arrive
-         * on its barriers. The producer warp diverged (one thread worked), and the cluster
+         * on its barriers. The producer warp diverged (lane 0 alone issued TMA), and the cluster
          * barrier is .aligned: reconverge first. */
         if (T::CLUSTER > 1) {
             __syncwarp();

@@ -18,24 +18,17 @@
  * (a tile of BN not dividing 128 can start inside an N block and end in the next; 8j + 2t and
  * 8j + 2t + 1 always lie in one N block, since N blocks start on multiples of 8).
  *
- * The scales come from global memory straight into registers, two blocks ahead, in two sets
- * of registers that alternate between even and odd blocks: the loads for block kb + 2 are
- * issued right after block kb's promotion, into the set it has just used, and first read at
- * block kb + 2's promotion, one and a half blocks later (about 1,100 tensor-core cycles at
- * BN 128), longer than a global load takes under load. The loop is unrolled by two so that
- * each set keeps its registers: with one set loaded one block ahead in a rolled loop, ptxas
- * copied the incoming scales into the current set in the middle of the block, which waited
- * for the loads there and left the tensor pipe idle (the first H200 run: 1.26-1.61x the
- * row-scaled kernel's time on the same tile, docs/kernels-fp8-block-wgmma.md). Four loads per
- * thread and block (SFA of two rows, SFB of two N blocks), read-only path; SFA rows of one
- * warp are 8 consecutive floats in the m-major layout (one sector) and one cached line per
- * row over 32 blocks in the k-major one, and SFB is one address per warp. The producer's ring
- * carries only A and B.
+ * The scales are in the stage with A and B (the producer copies them there, producer.cuh): a
+ * thread reads its two SFA values and the two SFB values from shared memory after the stage's
+ * full-barrier wait and its wgmma issue, while the tensor core works. The first H200 run read
+ * them from global memory into registers one block ahead, and later two blocks ahead: both
+ * left the consumers waiting on those loads (Nsight Compute: long-scoreboard stalls 1.75 per
+ * issued instruction, L1 at 90% of its throughput with the wgmma operand reads) at 1.25-1.5x
+ * the row-scaled kernel's time on the same tile (docs/kernels-fp8-block-wgmma.md).
  */
 #ifndef JITGEMM_BSW_MAINLOOP_CUH
 #define JITGEMM_BSW_MAINLOOP_CUH
 
-#include "device/loads.cuh"
 #include "device/sm90.cuh"
 #include "fp8_block_wgmma/device/params.cuh"
 
@@ -45,9 +38,8 @@ template <class T> struct BswMainloop {
 
     /* Which scales this thread reads for a tile. */
     struct ScaleRows {
-        i64 r0;     /* its first accumulator row in A (the second is r0 + 8) */
-        int nb0;    /* the tile's first N block */
-        int jsplit; /* column groups j >= jsplit lie in N block nb0 + 1 */
+        int r0;     /* its first accumulator row in the tile (the second is r0 + 8) */
+        int jsplit; /* column groups j >= jsplit lie in the tile's second N block */
     };
 
     /* One k-block's scales: SFA of the two rows, SFB of the two N blocks. */
@@ -55,27 +47,22 @@ template <class T> struct BswMainloop {
         float a0, a1, b0, b1;
     };
 
-    /* `row0`: the warpgroup's first MMA row; `n0`: the tile's first B row. */
-    static __device__ __forceinline__ ScaleRows scale_rows(i64 row0, int n0, int warp, int g) {
+    /* `wg_row0`: the warpgroup's first row in the tile; `n0`: the tile's first B row. */
+    static __device__ __forceinline__ ScaleRows scale_rows(int wg_row0, int n0, int warp, int g) {
         ScaleRows s;
-        s.r0 = row0 + warp * 16 + g;
-        s.nb0 = n0 >> 7;
-        s.jsplit = ((s.nb0 + 1) * 128 - n0) >> 3;
+        s.r0 = wg_row0 + warp * 16 + g;
+        s.jsplit = (((n0 >> 7) + 1) * 128 - n0) >> 3;
         return s;
     }
 
-    /* The scales of k-block kb where `valid`; 0 for a row past M, for the second N block where
-     * it lies past N (its columns hold zeros and are never stored), and for every one when not
-     * `valid` (no such block). Predicated loads, so nothing waits for them here. */
-    static __device__ __forceinline__ Scales load_scales(const BswParams &p, const ScaleRows &s,
-                                                         int kb, bool valid) {
+    /* The stage's scales for this thread, from the slot at `slot` (producer.cuh's layout: SFA
+     * of the tile's rows, then SFB of its two N blocks; zeros past M, N and K). */
+    static __device__ __forceinline__ Scales stage_scales(const float *slot, const ScaleRows &s) {
         Scales v;
-        const float *a = p.sfa + s.r0 * p.sfa_stride_m + (i64)kb * p.sfa_stride_k;
-        v.a0 = ld_nc_f32_if(valid && s.r0 < p.m, a);
-        v.a1 = ld_nc_f32_if(valid && s.r0 + 8 < p.m, a + 8 * p.sfa_stride_m);
-        const float *b = p.sfb + (i64)s.nb0 * T::K_BLOCKS + kb;
-        v.b0 = ld_nc_f32_if(valid, b);
-        v.b1 = T::SPANS ? ld_nc_f32_if(valid && (s.nb0 + 1) * 128 < T::N, b + T::K_BLOCKS) : 0.0f;
+        v.a0 = slot[s.r0];
+        v.a1 = slot[s.r0 + 8];
+        v.b0 = slot[T::BM];
+        v.b1 = T::SPANS ? slot[T::BM + 1] : 0.0f;
         return v;
     }
 
@@ -131,64 +118,44 @@ template <class T> struct BswMainloop {
         }
     }
 
-    /* One 128-K block kb whose scales are in `cur`; afterwards `cur` holds block kb + 2's
-     * (zero past the last block). */
-    static __device__ __forceinline__ void block(const BswParams &p, Acc &acc, Acc &part,
-                                                 const ScaleRows &rows, Scales &cur, int kb,
-                                                 u64 da0, u64 db0, u32 full_bar, u32 empty_bar,
-                                                 int lane, int &stage, u32 &phase) {
-        mbar_wait(full_bar + stage * 8, phase);
-        const u64 da = wgmma_desc_advance(da0, stage * T::A_BYTES);
-        const u64 db = wgmma_desc_advance(db0, stage * T::B_BYTES);
-        reg_fence_all(part);
-        wgmma_fence();
-#pragma unroll
-        for (int h = 0; h < T::PARTS; h++)
-            mma_part(part, da, db, h);
-        const float sc[2][2] = {{cur.a0 * cur.b0, cur.a0 * cur.b1},
-                                {cur.a1 * cur.b0, cur.a1 * cur.b1}};
-        wgmma_wait<1>();
-        promote_part(acc, part, 0, sc, rows.jsplit);
-        wgmma_wait<0>();
-        release(empty_bar, stage, lane);
-        promote_part(acc, part, 1, sc, rows.jsplit);
-        cur = load_scales(p, rows, kb + 2, kb + 2 < T::K_BLOCKS);
-        if (++stage == T::STAGES) {
-            stage = 0;
-            phase ^= 1;
-        }
-    }
-
-    /* acc = this warpgroup's 64 rows x BN columns of the tile, over all of K. `even` and `odd`
-     * hold the scales of blocks 0 and 1 on entry (the caller loads them before the last tile's
-     * epilogue, first_scales); the loop leaves them zeroed. Nothing stays in flight past a
-     * block: ptxas serialises wgmma pipelines that a rolled loop leaves open
+    /* acc = this warpgroup's 64 rows x BN columns of the tile, over all of K. Nothing stays
+     * in flight past a block: ptxas serialises wgmma pipelines that a rolled loop leaves open
      * (docs/kernels-fp8-wgmma.md). */
-    static __device__ __forceinline__ void run(const BswParams &p, Acc &acc, Acc &part,
-                                               const ScaleRows &rows, Scales &even, Scales &odd,
-                                               u32 smem, u32 full_bar, u32 empty_bar, int cwg,
-                                               int lane, int &stage, u32 &phase) {
+    static __device__ __forceinline__ void run(Acc &acc, Acc &part, const ScaleRows &rows,
+                                               u32 smem, const u8 *smem_ptr, u32 full_bar,
+                                               u32 empty_bar, int cwg, int lane, int &stage,
+                                               u32 &phase) {
         /* Descriptors of stage 0, built once; a stage is a descriptor add away. */
         const u64 da0 = wgmma_desc_sw128(smem + cwg * T::WG_ROWS * T::BK);
         const u64 db0 = wgmma_desc_sw128(smem + T::STAGES * T::A_BYTES);
 #pragma unroll
         for (int i = 0; i < T::ACC; i++)
             acc[i] = 0.0f;
-        for (int kb = 0; kb + 2 <= T::K_BLOCKS; kb += 2) {
-            block(p, acc, part, rows, even, kb, da0, db0, full_bar, empty_bar, lane, stage, phase);
-            block(p, acc, part, rows, odd, kb + 1, da0, db0, full_bar, empty_bar, lane, stage,
-                  phase);
+        for (int kb = 0; kb < T::K_BLOCKS; kb++) {
+            mbar_wait(full_bar + stage * 8, phase);
+            const u64 da = wgmma_desc_advance(da0, stage * T::A_BYTES);
+            const u64 db = wgmma_desc_advance(db0, stage * T::B_BYTES);
+            reg_fence_all(part);
+            wgmma_fence();
+#pragma unroll
+            for (int h = 0; h < T::PARTS; h++)
+                mma_part(part, da, db, h);
+            const Scales cur = stage_scales(
+                reinterpret_cast<const float *>(smem_ptr + T::SCALE_OFFSET +
+                                                stage * T::SCALE_BYTES),
+                rows);
+            const float sc[2][2] = {{cur.a0 * cur.b0, cur.a0 * cur.b1},
+                                    {cur.a1 * cur.b0, cur.a1 * cur.b1}};
+            wgmma_wait<1>();
+            promote_part(acc, part, 0, sc, rows.jsplit);
+            wgmma_wait<0>();
+            release(empty_bar, stage, lane);
+            promote_part(acc, part, 1, sc, rows.jsplit);
+            if (++stage == T::STAGES) {
+                stage = 0;
+                phase ^= 1;
+            }
         }
-        if (T::K_BLOCKS % 2)
-            block(p, acc, part, rows, even, T::K_BLOCKS - 1, da0, db0, full_bar, empty_bar, lane,
-                  stage, phase);
-    }
-
-    /* The scales of a tile's blocks 0 and 1, as run() expects them. */
-    static __device__ __forceinline__ void first_scales(const BswParams &p, const ScaleRows &rows,
-                                                        Scales &even, Scales &odd) {
-        even = load_scales(p, rows, 0, true);
-        odd = load_scales(p, rows, 1, 1 < T::K_BLOCKS);
     }
 };
 

@@ -73,7 +73,11 @@ template <class P> struct BswTile : P {
         STAGE_BYTES = A_BYTES + B_BYTES,
         STAGING_OFFSET = P::STAGES * STAGE_BYTES,
         STAGING_BYTES = P::STORE_WARPS ? P::BM * OUT_PITCH : 2 * WG_ROWS * EPI_PITCH,
-        BAR_OFFSET = STAGING_OFFSET + STAGING_BYTES,
+        /* A stage's scales (producer.cuh): SFA of the tile's BM rows, then SFB of its first
+         * and second N block, padded to 16 bytes. */
+        SCALE_BYTES = P::BM * 4 + 16,
+        SCALE_OFFSET = STAGING_OFFSET + STAGING_BYTES,
+        BAR_OFFSET = SCALE_OFFSET + P::STAGES * SCALE_BYTES,
         /* full[STAGES], empty[STAGES], then staged and drained (store warps) */
         BAR_COUNT = 2 * P::STAGES + (P::STORE_WARPS ? 2 : 0),
         SMEM_BYTES = BAR_OFFSET + BAR_COUNT * 8 + 1024, /* + slack to align the base to 1024 */
@@ -88,6 +92,9 @@ template <class P> struct BswTile : P {
         /* A stage is free once every consumer warp of every CTA it was written into has read
          * it. */
         EMPTY_ARRIVALS = CONSUMER_WARPS * P::CLUSTER,
+        /* A stage is full after lane 0's arrive.expect_tx (and the TMA bytes it announced) and
+         * one arrival per producer lane once its scale copies have landed. */
+        FULL_ARRIVALS = 1 + 32,
         /* Tile n0 = nt * BN starts at 128 - gcd(BN, 128) past an N block's start at the most,
          * so a tile spans two N blocks (two SFB rows) unless BN divides 128. */
         BN_GCD = (P::BN % 128 == 0) ? 128 : (P::BN % 64 == 0) ? 64 : (P::BN % 32 == 0) ? 32 : 16,
