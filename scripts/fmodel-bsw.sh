@@ -131,7 +131,7 @@ if [ $quick = 1 ] || [ $controls = 1 ]; then
   cc="m=200,n=300,k=400,epi=linear,layout=k,force=block_tma:128x96,sms=3"
   control sfa-k-stuck producer.cuh 's/                sfa += p.sfa_stride_k;/                (void)0;/' "$cc"
   control one-n-block mainloop.cuh 's/const bool hi = T::SPANS \&\& j >= jsplit;/const bool hi = false;/' "$cc"
-  control row-off-by-one mainloop.cuh 's/v.a1 = slot\[s.r0 + 8\];/v.a1 = slot[s.r0 + 7];/' "$cc"
+  control row-off-by-one mainloop.cuh 's/v.a1 = ld_shared_f32(slot + 4 \* (s.r0 + 8));/v.a1 = ld_shared_f32(slot + 4 * (s.r0 + 7));/' "$cc"
   control no-release mainloop.cuh 's/        release(empty_bar, stage, lane);/        (void)0;/' "$cc"
   control drained-parity epilogue.cuh 's/mbar_wait(hand.drained, parity ^ 1);/mbar_wait(hand.drained, parity);/' "$cc"
   dc="m=5,n=300,k=400,epi=linear,layout=m,force=block_decode_s3:16x128,sms=4,launches=2"

@@ -39,4 +39,15 @@ static __device__ __forceinline__ void cp_async_mbar_arrive_noinc(u32 bar) {
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
 }
 
+/* A 4-byte shared-memory load that stays where it is written: `asm volatile` with a "memory"
+ * clobber, so neither the compiler nor ptxas hoists it above the wgmma.wait_group before it
+ * (an ordinary load of the scales was scheduled between the wgmmas, and the multiply that
+ * used it then held back the last wgmmas of the block while the load waited behind the
+ * operand reads; fp8_block_wgmma/device/mainloop.cuh). */
+static __device__ __forceinline__ float ld_shared_f32(u32 addr) {
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+    return v;
+}
+
 #endif /* JITGEMM_DEVICE_LOADS_CUH */

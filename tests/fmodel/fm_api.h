@@ -44,6 +44,7 @@ void bulk_wait(int pending, bool read, const char *file, int line);
 void fence_proxy_async(const char *file, int line);
 void st_shared_v4(uint32_t addr, const uint32_t v[4], const char *file, int line);
 void st_shared_b32(uint32_t addr, uint32_t v, const char *file, int line);
+uint32_t ld_shared_b32(uint32_t addr, const char *file, int line);
 
 /* tcgen05 */
 void tmem_alloc(int cta_group, int cols, bool exclusive, uint32_t dst, const char *file, int line);

@@ -810,6 +810,18 @@ void st_shared_b32(uint32_t addr, uint32_t v, const char *file, int line) {
     maybe_yield(file, line);
 }
 
+uint32_t ld_shared_b32(uint32_t addr, const char *file, int line) {
+    uint32_t off, v;
+    Cta &c = shared_loc(addr, 4, &off, true, file, line);
+    if (off % 4)
+        fatal(file, line, "a 4-byte shared load at 0x%08x is not 4-byte aligned", addr);
+    memcpy(&v, &c.smem[off], 4);
+    Warp &w = W();
+    smem_access(c, off, 4, w.gen, w.gvc, false, file, line);
+    maybe_yield(file, line);
+    return v;
+}
+
 /* ---- TMEM allocation --------------------------------------------------------------------------
  */
 

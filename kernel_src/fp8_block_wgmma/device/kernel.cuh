@@ -50,8 +50,7 @@ template <class P> struct BswTileKernel {
             const int mt = mg * T::CLUSTER + w.rank;
             const typename ML::ScaleRows rows =
                 ML::scale_rows(cwg * T::WG_ROWS, nt * T::BN, warp, g);
-            ML::run(acc, part, rows, smem, smem_ptr, full_bar, empty_bar, cwg, tid & 31, stage,
-                    phase);
+            ML::run(acc, part, rows, smem, full_bar, empty_bar, cwg, tid & 31, stage, phase);
             if (T::STORE_WARPS) {
                 EP::staged(acc, p.alpha, smem_ptr, EP::handoff_of(full_bar), tile_parity, cwg,
                            tid);

@@ -19,8 +19,8 @@
  * 8j + 2t + 1 always lie in one N block, since N blocks start on multiples of 8).
  *
  * The scales are in the stage with A and B (the producer copies them there, producer.cuh): a
- * thread reads its two SFA values and the two SFB values from shared memory after the stage's
- * full-barrier wait and its wgmma issue, while the tensor core works. The first H200 run read
+ * thread reads its two SFA values and the two SFB values from shared memory once the first
+ * column half's wgmmas have completed, while the second half's run. The first H200 run read
  * them from global memory into registers one block ahead, and later two blocks ahead: both
  * left the consumers waiting on those loads (Nsight Compute: long-scoreboard stalls 1.75 per
  * issued instruction, L1 at 90% of its throughput with the wgmma operand reads) at 1.25-1.5x
@@ -29,6 +29,7 @@
 #ifndef JITGEMM_BSW_MAINLOOP_CUH
 #define JITGEMM_BSW_MAINLOOP_CUH
 
+#include "device/loads.cuh"
 #include "device/sm90.cuh"
 #include "fp8_block_wgmma/device/params.cuh"
 
@@ -55,14 +56,15 @@ template <class T> struct BswMainloop {
         return s;
     }
 
-    /* The stage's scales for this thread, from the slot at `slot` (producer.cuh's layout: SFA
-     * of the tile's rows, then SFB of its two N blocks; zeros past M, N and K). */
-    static __device__ __forceinline__ Scales stage_scales(const float *slot, const ScaleRows &s) {
+    /* The stage's scales for this thread, from the slot at shared address `slot`
+     * (producer.cuh's layout: SFA of the tile's rows, then SFB of its two N blocks; zeros past
+     * M and N). */
+    static __device__ __forceinline__ Scales stage_scales(u32 slot, const ScaleRows &s) {
         Scales v;
-        v.a0 = slot[s.r0];
-        v.a1 = slot[s.r0 + 8];
-        v.b0 = slot[T::BM];
-        v.b1 = T::SPANS ? slot[T::BM + 1] : 0.0f;
+        v.a0 = ld_shared_f32(slot + 4 * s.r0);
+        v.a1 = ld_shared_f32(slot + 4 * (s.r0 + 8));
+        v.b0 = ld_shared_f32(slot + 4 * T::BM);
+        v.b1 = T::SPANS ? ld_shared_f32(slot + 4 * (T::BM + 1)) : 0.0f;
         return v;
     }
 
@@ -122,7 +124,7 @@ template <class T> struct BswMainloop {
      * in flight past a block: ptxas serialises wgmma pipelines that a rolled loop leaves open
      * (docs/kernels-fp8-wgmma.md). */
     static __device__ __forceinline__ void run(Acc &acc, Acc &part, const ScaleRows &rows,
-                                               u32 smem, const u8 *smem_ptr, u32 full_bar,
+                                               u32 smem, u32 full_bar,
                                                u32 empty_bar, int cwg, int lane, int &stage,
                                                u32 &phase) {
         /* Descriptors of stage 0, built once; a stage is a descriptor add away. */
@@ -140,13 +142,14 @@ template <class T> struct BswMainloop {
 #pragma unroll
             for (int h = 0; h < T::PARTS; h++)
                 mma_part(part, da, db, h);
-            const Scales cur = stage_scales(
-                reinterpret_cast<const float *>(smem_ptr + T::SCALE_OFFSET +
-                                                stage * T::SCALE_BYTES),
-                rows);
+            /* The scales are read only now, while the second half's wgmmas run: read before
+             * the wait, their loads and multiplies were scheduled among the wgmmas, and the
+             * load, queued behind the operand reads, held back the block's last wgmmas. */
+            wgmma_wait<1>();
+            const Scales cur =
+                stage_scales(smem + T::SCALE_OFFSET + stage * T::SCALE_BYTES, rows);
             const float sc[2][2] = {{cur.a0 * cur.b0, cur.a0 * cur.b1},
                                     {cur.a1 * cur.b0, cur.a1 * cur.b1}};
-            wgmma_wait<1>();
             promote_part(acc, part, 0, sc, rows.jsplit);
             wgmma_wait<0>();
             release(empty_bar, stage, lane);

@@ -25,4 +25,11 @@ static inline void cp_async_mbar_arrive_noinc(u32 bar, FM_SITE_PARAMS) {
     fm::mbar_arrive(bar, FM_SITE_ARGS);
 }
 
+static inline float ld_shared_f32(u32 addr, FM_SITE_PARAMS) {
+    const u32 bits = fm::ld_shared_b32(addr, FM_SITE_ARGS);
+    float v;
+    memcpy(&v, &bits, 4);
+    return v;
+}
+
 #endif /* JITGEMM_DEVICE_LOADS_CUH */
