@@ -44,13 +44,19 @@ template <class P> struct BswTileKernel {
         float part[T::ACC];
         int stage = 0;
         u32 phase = 0, tile_parity = 0;
+        /* Rows of the scales this thread reads: the same in every tile. */
+        const typename ML::ScaleRows rows0 = ML::scale_rows(cwg * T::WG_ROWS, 0, warp, g);
+        typename ML::Scales even = {0.0f, 0.0f, 0.0f, 0.0f}, odd = even;
+        if (w.first < w.units)
+            ML::first_scales(rows0, smem, full_bar, even);
         for (int unit = w.first; unit < w.units; unit += w.stride) {
             int mg, nt;
             S::unit_coords(unit, w.m_groups, mg, nt);
             const int mt = mg * T::CLUSTER + w.rank;
             const typename ML::ScaleRows rows =
                 ML::scale_rows(cwg * T::WG_ROWS, nt * T::BN, warp, g);
-            ML::run(acc, part, rows, smem, full_bar, empty_bar, cwg, tid & 31, stage, phase);
+            ML::run(acc, part, rows, even, odd, unit + w.stride < w.units, smem, full_bar,
+                    empty_bar, cwg, tid & 31, stage, phase);
             if (T::STORE_WARPS) {
                 EP::staged(acc, p.alpha, smem_ptr, EP::handoff_of(full_bar), tile_parity, cwg,
                            tid);

@@ -19,8 +19,9 @@
  * 8j + 2t + 1 always lie in one N block, since N blocks start on multiples of 8).
  *
  * The scales are in the stage with A and B (the producer copies them there, producer.cuh): a
- * thread reads its two SFA values and the two SFB values from shared memory once the first
- * column half's wgmmas have completed, while the second half's run. The first H200 run read
+ * thread reads its two SFA values and the two SFB values of the next stage from shared memory
+ * during the current block, a block before it uses them, into one of two register sets that
+ * alternate between even and odd blocks. The first H200 run read
  * them from global memory into registers one block ahead, and later two blocks ahead: both
  * left the consumers waiting on those loads (Nsight Compute: long-scoreboard stalls 1.75 per
  * issued instruction, L1 at 90% of its throughput with the wgmma operand reads) at 1.25-1.5x
@@ -120,45 +121,83 @@ template <class T> struct BswMainloop {
         }
     }
 
-    /* acc = this warpgroup's 64 rows x BN columns of the tile, over all of K. Nothing stays
-     * in flight past a block: ptxas serialises wgmma pipelines that a rolled loop leaves open
+    /* Read the scales of the stage after `stage` into `fill`, waiting until that stage is
+     * full (the producer runs STAGES blocks ahead, so it nearly always is already). */
+    static __device__ __forceinline__ void prefetch_next(const ScaleRows &rows, u32 smem,
+                                                         u32 full_bar, int stage, u32 phase,
+                                                         Scales &fill) {
+        const int next = stage + 1 == T::STAGES ? 0 : stage + 1;
+        mbar_wait(full_bar + next * 8, next == 0 ? phase ^ 1 : phase);
+        fill = stage_scales(smem + T::SCALE_OFFSET + next * T::SCALE_BYTES, rows);
+    }
+
+    /* One 128-K block on the stage `stage`, whose scales are in `use`; if `more` (a block
+     * follows, in this tile or the next), the next stage's scales are read into `fill` on the
+     * way, a whole block before they are needed: a shared-memory load waits behind the
+     * wgmmas' operand reads for hundreds of cycles (docs/kernels-fp8-block-wgmma.md). */
+    static __device__ __forceinline__ void block(Acc &acc, Acc &part, const ScaleRows &rows,
+                                                 const Scales &use, Scales &fill, bool more,
+                                                 u64 da0, u64 db0, u32 smem, u32 full_bar,
+                                                 u32 empty_bar, int lane, int &stage,
+                                                 u32 &phase) {
+        mbar_wait(full_bar + stage * 8, phase);
+        const u64 da = wgmma_desc_advance(da0, stage * T::A_BYTES);
+        const u64 db = wgmma_desc_advance(db0, stage * T::B_BYTES);
+        reg_fence_all(part);
+        wgmma_fence();
+#pragma unroll
+        for (int h = 0; h < T::PARTS; h++)
+            mma_part(part, da, db, h);
+        const float sc[2][2] = {{use.a0 * use.b0, use.a0 * use.b1},
+                                {use.a1 * use.b0, use.a1 * use.b1}};
+        wgmma_wait<1>();
+        promote_part(acc, part, 0, sc, rows.jsplit);
+        if (more)
+            prefetch_next(rows, smem, full_bar, stage, phase, fill);
+        wgmma_wait<0>();
+        release(empty_bar, stage, lane);
+        promote_part(acc, part, 1, sc, rows.jsplit);
+        if (++stage == T::STAGES) {
+            stage = 0;
+            phase ^= 1;
+        }
+    }
+
+    /* acc = this warpgroup's 64 rows x BN columns of the tile, over all of K. `even` holds the
+     * scales of the tile's first block on entry (first_scales, or the previous tile's last
+     * block read them); with `more_tiles` the next tile's first block's are in `even` on
+     * return. Two sets of registers alternate between even and odd blocks, the loop unrolled
+     * by two, so that no copy between them waits on a load. Nothing stays in flight past a
+     * block: ptxas serialises wgmma pipelines that a rolled loop leaves open
      * (docs/kernels-fp8-wgmma.md). */
     static __device__ __forceinline__ void run(Acc &acc, Acc &part, const ScaleRows &rows,
-                                               u32 smem, u32 full_bar,
-                                               u32 empty_bar, int cwg, int lane, int &stage,
-                                               u32 &phase) {
+                                               Scales &even, Scales &odd, bool more_tiles,
+                                               u32 smem, u32 full_bar, u32 empty_bar, int cwg,
+                                               int lane, int &stage, u32 &phase) {
         /* Descriptors of stage 0, built once; a stage is a descriptor add away. */
         const u64 da0 = wgmma_desc_sw128(smem + cwg * T::WG_ROWS * T::BK);
         const u64 db0 = wgmma_desc_sw128(smem + T::STAGES * T::A_BYTES);
 #pragma unroll
         for (int i = 0; i < T::ACC; i++)
             acc[i] = 0.0f;
-        for (int kb = 0; kb < T::K_BLOCKS; kb++) {
-            mbar_wait(full_bar + stage * 8, phase);
-            const u64 da = wgmma_desc_advance(da0, stage * T::A_BYTES);
-            const u64 db = wgmma_desc_advance(db0, stage * T::B_BYTES);
-            reg_fence_all(part);
-            wgmma_fence();
-#pragma unroll
-            for (int h = 0; h < T::PARTS; h++)
-                mma_part(part, da, db, h);
-            /* The scales are read only now, while the second half's wgmmas run: read before
-             * the wait, their loads and multiplies were scheduled among the wgmmas, and the
-             * load, queued behind the operand reads, held back the block's last wgmmas. */
-            wgmma_wait<1>();
-            const Scales cur =
-                stage_scales(smem + T::SCALE_OFFSET + stage * T::SCALE_BYTES, rows);
-            const float sc[2][2] = {{cur.a0 * cur.b0, cur.a0 * cur.b1},
-                                    {cur.a1 * cur.b0, cur.a1 * cur.b1}};
-            promote_part(acc, part, 0, sc, rows.jsplit);
-            wgmma_wait<0>();
-            release(empty_bar, stage, lane);
-            promote_part(acc, part, 1, sc, rows.jsplit);
-            if (++stage == T::STAGES) {
-                stage = 0;
-                phase ^= 1;
-            }
+        for (int kb = 0; kb + 2 <= T::K_BLOCKS; kb += 2) {
+            block(acc, part, rows, even, odd, true, da0, db0, smem, full_bar, empty_bar, lane,
+                  stage, phase);
+            block(acc, part, rows, odd, even, kb + 2 < T::K_BLOCKS || more_tiles, da0, db0, smem,
+                  full_bar, empty_bar, lane, stage, phase);
         }
+        if (T::K_BLOCKS % 2) {
+            block(acc, part, rows, even, odd, more_tiles, da0, db0, smem, full_bar, empty_bar,
+                  lane, stage, phase);
+            even = odd; /* once per tile */
+        }
+    }
+
+    /* The scales of the first block of a CTA's first tile, as run() expects them. */
+    static __device__ __forceinline__ void first_scales(const ScaleRows &rows, u32 smem,
+                                                        u32 full_bar, Scales &even) {
+        mbar_wait(full_bar, 0);
+        even = stage_scales(smem + T::SCALE_OFFSET, rows);
     }
 };
 
