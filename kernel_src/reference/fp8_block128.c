@@ -18,7 +18,7 @@
  * rounding to allow for.
  *
  * `mag` is |alpha| * sum_kb |SFA * SFB| * sum_k |a * b| (the scale of the GPU's accumulation
- * error), plus |residual| for linear_add, and the first-order propagation through SwiGLU for
+ * error), plus |residual| for linear_add, and the propagation through SwiGLU for
  * linear_swiglu (kernel_src/reference/epilogue.c), as in the row-scaled reference. A spec outside
  * the format (another scale mode, other operand types) gives NaN everywhere, so a misuse cannot
  * pass a comparison.
